@@ -1,0 +1,108 @@
+// Platform: how application code runs and how its traps reach the sentry.
+//
+// Shape follows gVisor's pkg/sentry/platform: a Platform makes AddressSpaces (one host
+// process image holding app memory) and Contexts (one app thread's execution). The
+// sentry calls Context::Switch to run app code until it traps back.
+//
+// Threading contract (ptrace needs it; systrap tolerates it): an AddressSpace and the
+// Contexts that run in it are created, switched and destroyed by one host thread, the
+// task goroutine-equivalent that owns them. Only Context::Interrupt may be called from
+// any thread.
+#ifndef USENTRY_PLATFORM_PLATFORM_H_
+#define USENTRY_PLATFORM_PLATFORM_H_
+
+#include <signal.h>
+#include <sys/user.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace usentry::platform {
+
+// Size of the buffer that holds one thread's extended FPU state (XSAVE layout, as
+// PTRACE_GETREGSET NT_X86_XSTATE returns it). 4 KiB covers AVX-512 (2.7 KiB).
+inline constexpr size_t kFpStateSize = 4096;
+
+// App thread register state. General registers are always valid after Switch;
+// FPU state is loaded only on demand (signal delivery, fork) because fetching it costs
+// an extra host call per switch.
+struct Registers {
+  user_regs_struct gp{};
+  alignas(64) uint8_t fp[kFpStateSize]{};
+  bool fp_valid = false;  // fp holds this thread's state (loaded or set by the sentry)
+  bool fp_dirty = false;  // fp was changed by the sentry and must be written back
+  size_t fp_size = 0;     // bytes of fp in use (host XSAVE size)
+};
+
+enum class SwitchKind {
+  kSyscall,      // app executed `syscall`; gp.orig_rax is the number, args in gp
+  kFault,        // SIGSEGV/SIGBUS from an app memory access; fault_addr set
+  kSignal,       // another synchronous host signal (SIGFPE, SIGILL, SIGTRAP...): info
+  kInterrupted,  // Interrupt() was called (may also be spurious)
+};
+
+struct SwitchResult {
+  SwitchKind kind = SwitchKind::kInterrupted;
+  uint64_t fault_addr = 0;
+  bool fault_write = false;
+  bool fault_exec = false;
+  siginfo_t info{};  // for kFault and kSignal: the host siginfo of the app's fault
+};
+
+// Memory protections, same bits as PROT_READ/WRITE/EXEC.
+using Prot = int;
+
+// AddressSpace is one app address space, populated with ranges of the sentry's
+// memory file. Destroying it destroys the host process image.
+class AddressSpace {
+ public:
+  virtual ~AddressSpace() = default;
+  // Maps [addr, addr+len) to memory-file bytes [offset, offset+len) MAP_SHARED|MAP_FIXED.
+  // addr, len and offset are page aligned. Replaces whatever was mapped there.
+  virtual absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) = 0;
+  virtual absl::Status Unmap(uint64_t addr, uint64_t len) = 0;
+  virtual absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) = 0;
+  // Highest address (exclusive) the app may use; the platform's own stub code lives
+  // above it and the sentry must refuse mappings that overlap it.
+  virtual uint64_t MaxUserAddress() const = 0;
+};
+
+// Context is one app thread's execution vehicle.
+class Context {
+ public:
+  virtual ~Context() = default;
+  // Runs app code in `as` with `regs` until the app traps. On return regs.gp holds the
+  // app's registers at the trap; regs.fp is written back first if regs.fp_dirty.
+  // A non-OK status means the platform itself failed (e.g. the stub died); the task
+  // cannot continue.
+  virtual absl::StatusOr<SwitchResult> Switch(AddressSpace& as, Registers& regs) = 0;
+  // Loads the FPU state of the thread last switched into regs.fp (sets fp_valid).
+  virtual absl::Status LoadFpState(AddressSpace& as, Registers& regs) = 0;
+  // Makes a concurrent or future Switch return kInterrupted soon. Thread safe.
+  virtual void Interrupt() = 0;
+};
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual std::string Name() const = 0;
+  virtual absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() = 0;
+  virtual absl::StatusOr<std::unique_ptr<Context>> NewContext() = 0;
+};
+
+// Memory file handed to the platform: every page of app memory lives in this memfd.
+struct MemoryFileInfo {
+  int fd = -1;
+};
+
+// Explicit factory (no static registrars). `name` is "ptrace" (systrap comes later).
+absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
+                                                      MemoryFileInfo memory_file);
+
+}  // namespace usentry::platform
+
+#endif  // USENTRY_PLATFORM_PLATFORM_H_

@@ -1,0 +1,28 @@
+// Credentials: the emulated identity of a task. Permission checks in the VFS use these,
+// never the host identity of the sentry.
+#ifndef USENTRY_SENTRY_KERNEL_CREDENTIALS_H_
+#define USENTRY_SENTRY_KERNEL_CREDENTIALS_H_
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace usentry::sentry {
+
+struct Credentials {
+  uid_t ruid = 0, euid = 0, suid = 0, fsuid = 0;
+  gid_t rgid = 0, egid = 0, sgid = 0, fsgid = 0;
+  std::vector<gid_t> groups;
+
+  // Root inside the sandbox bypasses DAC checks like CAP_DAC_OVERRIDE would. It never
+  // grants anything on the host: the gofer and the policy decide that.
+  bool IsRoot() const { return fsuid == 0; }
+  bool InGroup(gid_t g) const {
+    return g == fsgid || std::find(groups.begin(), groups.end(), g) != groups.end();
+  }
+};
+
+}  // namespace usentry::sentry
+
+#endif  // USENTRY_SENTRY_KERNEL_CREDENTIALS_H_

@@ -1,0 +1,93 @@
+// Kernel: the sandbox-wide state of the user-space kernel: the big kernel lock, the
+// task and thread-group registry (one PID namespace), the VFS, the memory file, the
+// platform, and run options.
+//
+// Lock order: Kernel::mu is the only kernel lock. It is held by every syscall handler
+// and released only while a task runs app code, sleeps in Task::Block, or waits on a
+// host call that may take unbounded time. MemoryFile::mu_ nests inside it.
+#ifndef USENTRY_SENTRY_KERNEL_KERNEL_H_
+#define USENTRY_SENTRY_KERNEL_KERNEL_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "platform/platform.h"
+#include "sentry/kernel/credentials.h"
+
+namespace usentry::gofer {
+class Client;
+}
+
+namespace usentry::sentry {
+
+namespace mm {
+class MemoryFile;
+}
+namespace vfs {
+class Vfs;
+}
+
+class Task;
+class ThreadGroup;
+
+struct KernelOptions {
+  bool strace = false;
+  bool report_unsupported = false;
+  std::string hostname = "usentry";
+  Credentials initial_creds;  // identity of the first task
+};
+
+class Kernel {
+ public:
+  Kernel(KernelOptions opts, std::unique_ptr<platform::Platform> platform,
+         std::unique_ptr<mm::MemoryFile> mf, std::unique_ptr<vfs::Vfs> vfs);
+  ~Kernel();
+
+  // The big kernel lock. See the lock order above.
+  absl::Mutex mu;
+
+  const KernelOptions& options() const { return opts_; }
+  platform::Platform& platform() const { return *platform_; }
+  mm::MemoryFile& memory_file() const { return *mf_; }
+  vfs::Vfs& vfs() const { return *vfs_; }
+  absl::Time boot_time() const { return boot_time_; }
+
+  // Allocates the next free PID (for a thread group leader or a thread).
+  int32_t AllocatePid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  Task* FindTask(int32_t tid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  std::shared_ptr<ThreadGroup> FindThreadGroup(int32_t pid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void RegisterTask(Task* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void UnregisterTask(Task* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  const std::map<int32_t, Task*>& tasks() const { return tasks_; }
+  std::vector<std::shared_ptr<ThreadGroup>> ThreadGroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Records that the app made a syscall the table does not implement (reported once).
+  void NoteUnsupported(int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Set once the init process (first task's group) has exited: its status is the run's.
+  bool init_exited = false;
+  int init_wait_status = 0;  // wait(2)-style status of the init process
+  absl::CondVar init_exit_cv;
+
+ private:
+  KernelOptions opts_;
+  std::unique_ptr<platform::Platform> platform_;
+  std::unique_ptr<mm::MemoryFile> mf_;
+  std::unique_ptr<vfs::Vfs> vfs_;
+  absl::Time boot_time_;
+  int32_t next_pid_ = 1;
+  std::map<int32_t, Task*> tasks_;
+  std::set<int> unsupported_reported_;
+};
+
+}  // namespace usentry::sentry
+
+#endif  // USENTRY_SENTRY_KERNEL_KERNEL_H_

@@ -1,0 +1,102 @@
+// Task: one app thread as the kernel sees it, run by one dedicated sentry host thread.
+//
+// The host thread loops: Switch into app code (kernel lock released) -> trap -> take the
+// kernel lock -> handle the syscall/fault -> deliver signals -> release -> repeat.
+// Handlers therefore always run under Kernel::mu and may touch any kernel state.
+#ifndef USENTRY_SENTRY_KERNEL_TASK_H_
+#define USENTRY_SENTRY_KERNEL_TASK_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "platform/platform.h"
+#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/sys_result.h"
+#include "sentry/kernel/wait_queue.h"
+
+namespace usentry::sentry {
+
+namespace mm {
+class MemoryManager;
+}
+namespace vfs {
+class FdTable;
+class FsContext;
+}  // namespace vfs
+
+class Kernel;
+class ThreadGroup;
+struct SignalState;
+
+class Task {
+ public:
+  Task(Kernel* kernel, std::shared_ptr<ThreadGroup> tg, int32_t tid);
+  ~Task();
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  Kernel& kernel() const { return *kernel_; }
+  ThreadGroup& thread_group() const { return *tg_; }
+  const std::shared_ptr<ThreadGroup>& thread_group_ptr() const { return tg_; }
+  int32_t tid() const { return tid_; }
+
+  mm::MemoryManager& mm() const { return *mm_; }
+  const std::shared_ptr<mm::MemoryManager>& mm_ptr() const { return mm_; }
+  void set_mm(std::shared_ptr<mm::MemoryManager> m) { mm_ = std::move(m); }
+  vfs::FdTable& fds() const { return *fds_; }
+  const std::shared_ptr<vfs::FdTable>& fds_ptr() const { return fds_; }
+  void set_fds(std::shared_ptr<vfs::FdTable> f) { fds_ = std::move(f); }
+  vfs::FsContext& fs() const { return *fs_; }
+  const std::shared_ptr<vfs::FsContext>& fs_ptr() const { return fs_; }
+  void set_fs(std::shared_ptr<vfs::FsContext> f) { fs_ = std::move(f); }
+  Credentials& creds() { return creds_; }
+  const Credentials& creds() const { return creds_; }
+
+  platform::Registers& regs() { return regs_; }
+
+  // Sleeps until `w` is notified (OK), the deadline passes (ETIMEDOUT) or a signal is
+  // pending / the task is being killed (EINTR). Requires the kernel lock; releases it
+  // while asleep. The caller registers `w` on the queues it needs first.
+  SysStatus Block(Waiter& w, std::optional<absl::Time> deadline = std::nullopt);
+  // Sleeps for `d` unless interrupted (EINTR) — nanosleep and friends.
+  SysStatus Sleep(absl::Duration d);
+  // True if an unblocked signal is pending or the task must exit.
+  bool InterruptPending() const;
+  // Wakes the task from Block or from app code (platform Interrupt). Kernel lock held.
+  void Interrupt();
+
+  // --- set by the run loop / process syscalls ---
+  std::string comm;  // thread name (16 bytes max), from the exec'd file name
+  uint64_t clear_child_tid = 0;
+  uint64_t robust_list = 0;
+  bool killed = false;   // SIGKILL'd or exit_group'ed: leave at the next chance
+  bool exiting = false;  // this thread is done (exit status recorded in the group)
+  std::unique_ptr<SignalState> sig;  // per-thread mask, pending, altstack
+  std::unique_ptr<platform::Context> ctx;
+  std::optional<int> vfork_done_fd;  // unused placeholder for vfork accounting
+
+  // Condition the task sleeps on in Block (with Kernel::mu).
+  absl::CondVar cv;
+  bool woken = false;
+  std::atomic<bool> in_app{false};
+
+ private:
+  Kernel* kernel_;
+  std::shared_ptr<ThreadGroup> tg_;
+  int32_t tid_;
+  std::shared_ptr<mm::MemoryManager> mm_;
+  std::shared_ptr<vfs::FdTable> fds_;
+  std::shared_ptr<vfs::FsContext> fs_;
+  Credentials creds_;
+  platform::Registers regs_;
+};
+
+}  // namespace usentry::sentry
+
+#endif  // USENTRY_SENTRY_KERNEL_TASK_H_

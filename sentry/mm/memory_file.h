@@ -1,0 +1,68 @@
+// MemoryFile: the single sentry-owned memfd that holds every page of app memory.
+// The sentry maps it whole (MAP_SHARED|MAP_NORESERVE) and reads/writes app memory
+// through that mapping; stubs map ranges of it into app address spaces.
+#ifndef USENTRY_SENTRY_MM_MEMORY_FILE_H_
+#define USENTRY_SENTRY_MM_MEMORY_FILE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "base/unique_fd.h"
+
+namespace usentry::sentry::mm {
+
+class MemoryFile;
+
+// A page-aligned range of the memory file, freed (hole punched) when the last
+// reference goes away. Shared between VMAs after splits, forks of shared mappings, etc.
+class MemoryRange {
+ public:
+  MemoryRange(MemoryFile* mf, uint64_t offset, uint64_t len) : mf_(mf), offset_(offset), len_(len) {}
+  ~MemoryRange();
+  MemoryRange(const MemoryRange&) = delete;
+  MemoryRange& operator=(const MemoryRange&) = delete;
+  uint64_t offset() const { return offset_; }
+  uint64_t len() const { return len_; }
+  uint8_t* data() const;
+
+ private:
+  MemoryFile* mf_;
+  uint64_t offset_;
+  uint64_t len_;
+};
+
+class MemoryFile {
+ public:
+  // Creates a memfd of `capacity` bytes (sparse) and maps it into the sentry.
+  static absl::StatusOr<std::unique_ptr<MemoryFile>> Create(uint64_t capacity);
+  ~MemoryFile();
+
+  int fd() const { return fd_.get(); }
+  uint8_t* base() const { return base_; }
+  uint64_t capacity() const { return capacity_; }
+
+  // Allocates `len` (page multiple) bytes of offsets; nullptr when the file is full.
+  // The pages read as zero.
+  std::shared_ptr<MemoryRange> Allocate(uint64_t len);
+  // Releases the pages of [offset, offset+len) back to the host (reads as zero after).
+  void Decommit(uint64_t offset, uint64_t len);
+
+ private:
+  friend class MemoryRange;
+  MemoryFile(UniqueFd fd, uint8_t* base, uint64_t capacity);
+  void Free(uint64_t offset, uint64_t len);
+
+  UniqueFd fd_;
+  uint8_t* base_;
+  uint64_t capacity_;
+  absl::Mutex mu_;
+  std::map<uint64_t, uint64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> len, coalesced
+};
+
+}  // namespace usentry::sentry::mm
+
+#endif  // USENTRY_SENTRY_MM_MEMORY_FILE_H_

@@ -1,0 +1,147 @@
+// MemoryManager: one app address space as the sentry sees it: VMAs backed by ranges of
+// the MemoryFile, mirrored into a platform AddressSpace. All app-memory access from the
+// sentry goes through CopyIn/CopyOut/Translate here.
+//
+// Locking: every method requires the kernel lock (Kernel::mu). The platform address
+// space is created lazily by the owning task's thread (ptrace needs the tracer thread).
+#ifndef USENTRY_SENTRY_MM_MEMORY_MANAGER_H_
+#define USENTRY_SENTRY_MM_MEMORY_MANAGER_H_
+
+#include <sys/uio.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "platform/platform.h"
+#include "sentry/kernel/sys_result.h"
+#include "sentry/mm/guest_addr.h"
+#include "sentry/mm/memory_file.h"
+
+namespace usentry::sentry::mm {
+
+enum class Access { kRead, kWrite };
+
+struct Vma {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  int prot = 0;      // PROT_*
+  int max_prot = 7;  // what mprotect may grant (file opened read-only => no shared write)
+  bool shared = false;
+  bool grows_down = false;
+  std::shared_ptr<MemoryRange> range;  // backing pages; vma byte 0 = range->data()+range_off
+  uint64_t range_off = 0;
+  // For /proc/PID/maps and fork bookkeeping: what was mapped (file path or [heap]...).
+  std::string name;
+  uint64_t file_off = 0;
+  uint64_t dev = 0, ino = 0;
+  std::shared_ptr<void> file_ref;  // keeps the mapped file alive, opaque to mm
+};
+
+// Fills `len` bytes at `dst` with file contents starting at `file_off`. Bytes past EOF
+// must be left zero. Used for private (and, for now, shared) file mappings.
+using FileFiller = std::function<SysStatus(uint8_t* dst, uint64_t len, uint64_t file_off)>;
+
+struct MMapOpts {
+  GuestAddr addr;
+  uint64_t len = 0;
+  int prot = 0;
+  int flags = 0;  // MAP_* as the app passed them
+  uint64_t file_off = 0;
+  FileFiller fill;            // empty for anonymous mappings
+  int max_prot = 7;
+  std::string name;
+  uint64_t dev = 0, ino = 0;
+  std::shared_ptr<void> file_ref;
+};
+
+class MemoryManager {
+ public:
+  // `mf` outlives every MemoryManager. `max_user` is the top of the app's range.
+  MemoryManager(MemoryFile* mf, uint64_t max_user);
+  ~MemoryManager();
+
+  // --- syscalls (mm/syscalls.cc) ---
+  SysResult<GuestAddr> MMap(const MMapOpts& opts);
+  SysStatus MUnmap(GuestAddr addr, uint64_t len);
+  SysStatus MProtect(GuestAddr addr, uint64_t len, int prot);
+  SysResult<GuestAddr> Brk(GuestAddr addr);
+  SysResult<GuestAddr> MRemap(GuestAddr old_addr, uint64_t old_len, uint64_t new_len, int flags,
+                              GuestAddr new_addr);
+  SysStatus MAdviseDontNeed(GuestAddr addr, uint64_t len);
+
+  // --- loader support ---
+  void SetBrkBase(GuestAddr base);  // start of the heap, just past the ELF's bss
+  // Lowest free gap of `len` bytes searching downward from the mmap base.
+  SysResult<GuestAddr> FindGap(uint64_t len, GuestAddr hint) const;
+  uint64_t max_user() const { return max_user_; }
+  void set_stack_range(GuestAddr lo, GuestAddr hi) { stack_lo_ = lo, stack_hi_ = hi; }
+
+  // --- copy helpers: EFAULT for unmapped or protection-violating ranges ---
+  SysStatus CopyIn(GuestAddr src, void* dst, size_t n) const;
+  SysStatus CopyOut(GuestAddr dst, const void* src, size_t n) const;
+  // Like CopyOut but ignores protections (loader, signal frames on a writable stack
+  // still need the VMA to exist).
+  SysStatus CopyOutForce(GuestAddr dst, const void* src, size_t n) const;
+  SysStatus ZeroOut(GuestAddr dst, size_t n) const;
+  // NUL-terminated string of at most max_len bytes (ENAMETOOLONG beyond).
+  SysResult<std::string> CopyInString(GuestAddr src, size_t max_len) const;
+  // NULL-terminated array of string pointers (argv/envp).
+  SysResult<std::vector<std::string>> CopyInStringArray(GuestAddr src, size_t max_total) const;
+  // Sentry-side spans covering [addr, addr+n) if all of it is accessible for `access`.
+  // Spans point into the MemoryFile mapping; valid until the next mm change.
+  SysResult<std::vector<iovec>> Translate(GuestAddr addr, size_t n, Access access) const;
+  // Reads an app iovec array and translates every element (readv/writev/...).
+  SysResult<std::vector<iovec>> TranslateIovecs(GuestAddr iov, int iovcnt, Access access) const;
+
+  template <typename T>
+  SysResult<T> CopyInObj(GuestAddr src) const {
+    T v;
+    RETURN_IF_ERRNO(CopyIn(src, &v, sizeof(T)));
+    return v;
+  }
+  template <typename T>
+  SysStatus CopyOutObj(GuestAddr dst, const T& v) const {
+    return CopyOut(dst, &v, sizeof(T));
+  }
+
+  // --- fork / platform ---
+  // A copy for fork(): private pages copied eagerly, shared ranges shared.
+  std::unique_ptr<MemoryManager> Fork() const;
+  // Binds a fresh platform address space and maps every VMA into it.
+  absl::Status Activate(std::unique_ptr<platform::AddressSpace> as);
+  platform::AddressSpace* address_space() const { return as_.get(); }
+
+  const std::map<uint64_t, Vma>& vmas() const { return vmas_; }  // keyed by start
+  uint64_t brk() const { return brk_; }
+  std::string executable_path;  // for /proc/self/exe
+  uint64_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;  // /proc cmdline/environ
+  std::vector<uint64_t> auxv;  // pairs, for /proc/self/auxv
+
+ private:
+  const Vma* FindVma(uint64_t addr) const;
+  // Splits VMAs so that `addr` is a boundary.
+  void SplitAt(uint64_t addr);
+  // Removes [start,end) from the VMA map and the address space.
+  void RemoveRange(uint64_t start, uint64_t end);
+  SysStatus InsertVma(Vma vma);  // maps into the address space too
+  void MapIntoAs(const Vma& v);
+  bool RangeFree(uint64_t start, uint64_t end) const;
+  SysStatus Access(GuestAddr addr, size_t n, mm::Access access, bool force,
+                   const std::function<void(uint8_t*, size_t, size_t)>& fn) const;
+
+  MemoryFile* mf_;
+  uint64_t max_user_;
+  uint64_t mmap_base_;
+  std::map<uint64_t, Vma> vmas_;
+  uint64_t brk_base_ = 0, brk_ = 0;
+  GuestAddr stack_lo_, stack_hi_;
+  std::unique_ptr<platform::AddressSpace> as_;
+};
+
+}  // namespace usentry::sentry::mm
+
+#endif  // USENTRY_SENTRY_MM_MEMORY_MANAGER_H_
