@@ -1,0 +1,116 @@
+// gofer::Client: the sentry's side of the gofer protocol. Synchronous request/response
+// over the SOCK_SEQPACKET socket; host FDs arrive by SCM_RIGHTS. The sentry never opens
+// host paths itself: every node is a Handle the gofer resolved, one component at a time,
+// without following symlinks or ".." out of its tree.
+//
+// Thread-compatible: callers serialize (the sentry holds its kernel lock).
+// Errors are Linux errnos (the gofer's host errno, or EROFS/ENOENT/EACCES by policy).
+#ifndef USENTRY_GOFER_CLIENT_H_
+#define USENTRY_GOFER_CLIENT_H_
+
+#include <sys/types.h>
+#include <time.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/sys_result.h"
+#include "base/unique_fd.h"
+
+namespace usentry::gofer {
+
+// Gofer-side identifier of a resolved node (like a 9P fid). Valid until Close().
+using Handle = uint64_t;
+
+// File attributes as the host reports them (uid/gid passed through unchanged).
+struct Attr {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint32_t mode = 0;  // S_IFMT | permission bits
+  uint64_t nlink = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t rdev = 0;
+  int64_t size = 0;
+  int64_t blocks = 0;
+  uint32_t blksize = 0;
+  struct timespec atime{}, mtime{}, ctime{};
+};
+
+struct Node {
+  Handle handle = 0;
+  Attr attr;
+};
+
+struct DirEntry {
+  std::string name;
+  uint64_t ino = 0;
+  uint8_t type = 0;  // DT_*
+};
+
+// SetAttr mask bits.
+enum SetAttrMask : uint32_t {
+  kSetMode = 1,
+  kSetUid = 2,
+  kSetGid = 4,
+  kSetSize = 8,
+  kSetAtime = 16,  // UTIME_NOW / UTIME_OMIT semantics in tv_nsec, as utimensat
+  kSetMtime = 32,
+};
+
+struct SetAttrRequest {
+  uint32_t mask = 0;
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int64_t size = 0;
+  struct timespec atime{}, mtime{};
+};
+
+class Client {
+ public:
+  explicit Client(UniqueFd sock);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Root of a tree the gofer serves: "root" is the sandbox's lower root (the default
+  // host view or --rootfs); "mount0", "mount1"... are the --mount sources in order.
+  // Also reports whether the tree is read-only.
+  SysResult<std::pair<Node, bool>> Attach(std::string_view tree);
+  // One path component (no '/', not "." or ".."). Never follows a symlink: a symlink
+  // comes back as a node with S_IFLNK. ENOENT for masked or absent names.
+  SysResult<Node> Walk(Handle dir, std::string_view name);
+  // Opens the node for I/O. flags: O_RDONLY/O_WRONLY/O_RDWR plus O_TRUNC/O_APPEND/
+  // O_DIRECTORY; never creates. The returned host FD is the sentry's to keep.
+  SysResult<UniqueFd> Open(Handle node, int flags);
+  // Creates a regular file exclusively and opens it.
+  SysResult<std::pair<Node, UniqueFd>> Create(Handle dir, std::string_view name, int flags,
+                                              uint32_t mode);
+  SysResult<Node> Mkdir(Handle dir, std::string_view name, uint32_t mode);
+  SysResult<Node> Symlink(Handle dir, std::string_view name, std::string_view target);
+  SysResult<Node> Link(Handle dir, std::string_view name, Handle target);
+  // flags: 0 or AT_REMOVEDIR.
+  SysStatus Unlink(Handle dir, std::string_view name, int flags);
+  // flags: renameat2 flags (RENAME_NOREPLACE, RENAME_EXCHANGE).
+  SysStatus Rename(Handle old_dir, std::string_view old_name, Handle new_dir,
+                   std::string_view new_name, uint32_t flags);
+  SysResult<std::string> Readlink(Handle node);
+  SysResult<Attr> Stat(Handle node);
+  SysStatus SetAttr(Handle node, const SetAttrRequest& req);
+  // All entries except "." and "..", masked names removed.
+  SysResult<std::vector<DirEntry>> ReadDir(Handle dir);
+  // Releases the handle (best effort; errors are ignored).
+  void Close(Handle node);
+
+ private:
+  UniqueFd sock_;
+  uint64_t next_tag_ = 1;
+};
+
+}  // namespace usentry::gofer
+
+#endif  // USENTRY_GOFER_CLIENT_H_

@@ -1,0 +1,41 @@
+// Entry point of the sentry process, called by the CLI in the freshly created (and
+// already confined) sentry process.
+#ifndef USENTRY_SENTRY_SENTRY_MAIN_H_
+#define USENTRY_SENTRY_SENTRY_MAIN_H_
+
+#include <string>
+#include <vector>
+
+namespace usentry::sentry {
+
+// A --mount: gofer tree `tree` ("mount0", "mount1"...) shown at `target` in the sandbox.
+struct MountSpec {
+  std::string tree;
+  std::string target;
+  bool read_only = true;
+};
+
+struct SentryConfig {
+  std::vector<std::string> argv;  // argv[0] is the program as the user named it
+  std::vector<std::string> envp;  // the complete, already filtered environment
+  std::string workdir = "/workspace";
+  std::vector<MountSpec> mounts;
+  std::string platform = "ptrace";
+  bool strace = false;
+  bool report_unsupported = false;
+  std::string hostname = "usentry";
+  uint32_t uid = 0;  // emulated identity of the first task
+  uint32_t gid = 0;
+  int gofer_fd = -1;           // the sentry's end of the gofer socketpair
+  int stdio_fds[3] = {0, 1, 2};  // host FDs the app's 0/1/2 are bound to
+  uint64_t tmpfs_limit_bytes = 1ull << 30;  // writable layer cap
+};
+
+// Runs the sandboxed program to completion and returns the usentry exit code: the app's
+// exit status, 128+N if it died of signal N, 126 (not executable), 127 (not found),
+// 125 (sentry setup failed; a one-line reason was printed on stderr).
+int RunSentry(const SentryConfig& config);
+
+}  // namespace usentry::sentry
+
+#endif  // USENTRY_SENTRY_SENTRY_MAIN_H_
