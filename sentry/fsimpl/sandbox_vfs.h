@@ -1,0 +1,31 @@
+// Builds the sandbox's filesystem view: "/" = overlay(tmpfs upper, gofer tree "root"
+// lower), a fresh tmpfs at /tmp (1777), empty /dev and /proc directories (devfs/procfs
+// get mounted there by their owners through Vfs::MountAt), each --mount at its target,
+// and the workdir.
+#ifndef USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
+#define USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gofer/client.h"
+#include "sentry/sentry_main.h"
+#include "sentry/vfs/vfs.h"
+
+namespace usentry::sentry::fsimpl {
+
+struct VfsConfig {
+  std::vector<MountSpec> mounts;
+  std::string workdir = "/workspace";
+  uint64_t tmpfs_limit_bytes = 1ull << 30;  // shared by the overlay upper and /tmp
+};
+
+// `gofer` must outlive the returned Vfs (the gofer fs keeps a pointer to it).
+absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
+                                                          const VfsConfig& cfg);
+
+}  // namespace usentry::sentry::fsimpl
+
+#endif  // USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_

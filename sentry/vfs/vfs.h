@@ -1,0 +1,123 @@
+// Vfs: the sandbox's mount tree and the path-based operations on it (resolution,
+// open, mkdir, unlink, rename, ...). Syscall handlers build a ResolveContext from the
+// task (vfs/task_context.h) and call these; tests call them directly.
+//
+// Resolution semantics follow path_resolution(7): absolute paths start at the context
+// root, relative ones at `start`; ".." never leaves the context root and crosses mount
+// roots to the mountpoint's parent; symlinks are followed inside the sandbox namespace
+// (at most 40, ELOOP beyond; absolute targets restart at the context root); every
+// directory walked needs search permission; ENAMETOOLONG for components > 255 bytes or
+// paths > 4095 bytes.
+#ifndef USENTRY_SENTRY_VFS_VFS_H_
+#define USENTRY_SENTRY_VFS_VFS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/sys_result.h"
+#include "sentry/vfs/dentry.h"
+#include "sentry/vfs/file_description.h"
+#include "sentry/vfs/inode.h"
+
+namespace usentry::sentry::vfs {
+
+inline constexpr int kMaxSymlinks = 40;
+inline constexpr size_t kNameMax = 255;
+inline constexpr size_t kPathMax = 4096;  // including the NUL
+
+// Who resolves, and from where.
+struct ResolveContext {
+  const Credentials* creds = nullptr;
+  Path root;   // the task's root ("/" of its view)
+  Path start;  // cwd or the dirfd's path, for relative paths
+  uint32_t umask = 022;
+};
+
+// Result of resolving all but the last component.
+struct ParentAndName {
+  Path parent;       // a directory
+  std::string name;  // last component; may be "." or ".." or empty (path "/")
+  bool trailing_slash = false;
+};
+
+class Vfs {
+ public:
+  // The root mount: `root_inode` of `fs` at "/".
+  Vfs(std::shared_ptr<Filesystem> fs, std::shared_ptr<Inode> root_inode, int mount_flags = 0);
+  ~Vfs();
+
+  Path root() const;
+
+  // Mounts `root_inode` of `fs` on the directory `mountpoint`. EBUSY-free: mounting on a
+  // mountpoint stacks (the newest wins), like Linux.
+  SysResult<std::shared_ptr<Mount>> MountAt(const Path& mountpoint, std::shared_ptr<Filesystem> fs,
+                                            std::shared_ptr<Inode> root_inode, int mount_flags);
+  // Convenience for setup code: resolves `abs_path` from the root as sandbox root and
+  // mounts there (the directory must exist).
+  SysResult<std::shared_ptr<Mount>> MountAt(std::string_view abs_path,
+                                            std::shared_ptr<Filesystem> fs,
+                                            std::shared_ptr<Inode> root_inode, int mount_flags);
+  // The mount stacked on (mount, dentry), or null.
+  std::shared_ptr<Mount> MountedOn(const Mount& m, const Dentry& d) const;
+  // Every mount, parents before children (for /proc/self/mounts).
+  std::vector<std::shared_ptr<Mount>> Mounts() const;
+
+  // --- resolution ---
+  // Full path. follow: follow a final symlink. Empty path is ENOENT (AT_EMPTY_PATH is
+  // the caller's business). A trailing slash requires a directory (ENOTDIR) and forces
+  // following.
+  SysResult<Path> Resolve(const ResolveContext& ctx, std::string_view path, bool follow);
+  // All but the last component, for create/unlink/rename.
+  SysResult<ParentAndName> ResolveParent(const ResolveContext& ctx, std::string_view path);
+  // One step from a directory: handles ".", "..", mounts; checks search permission on
+  // `dir`. Does not follow a symlink result.
+  SysResult<Path> Step(const ResolveContext& ctx, const Path& dir, std::string_view name);
+
+  // --- operations (mode arguments are before umask; the VFS applies ctx.umask) ---
+  SysResult<std::shared_ptr<FileDescription>> Open(const ResolveContext& ctx, std::string_view path,
+                                                   int flags, uint32_t mode);
+  // Opens an already-resolved path (permission and type checks included).
+  SysResult<std::shared_ptr<FileDescription>> OpenPath(const ResolveContext& ctx, const Path& p,
+                                                       int flags);
+  SysStatus Mkdir(const ResolveContext& ctx, std::string_view path, uint32_t mode);
+  SysStatus Mknod(const ResolveContext& ctx, std::string_view path, uint32_t mode, uint64_t dev);
+  SysStatus Rmdir(const ResolveContext& ctx, std::string_view path);
+  SysStatus Unlink(const ResolveContext& ctx, std::string_view path);
+  SysStatus Symlink(const ResolveContext& ctx, std::string_view target, std::string_view path);
+  // follow: AT_SYMLINK_FOLLOW on oldpath.
+  SysStatus Link(const ResolveContext& old_ctx, std::string_view old_path,
+                 const ResolveContext& new_ctx, std::string_view new_path, bool follow);
+  SysStatus Rename(const ResolveContext& old_ctx, std::string_view old_path,
+                   const ResolveContext& new_ctx, std::string_view new_path, uint32_t flags);
+  SysResult<std::string> Readlink(const ResolveContext& ctx, std::string_view path);
+  // Permission-checked attribute change on a resolved path (chmod/chown/utimes/truncate).
+  SysStatus SetAttr(const ResolveContext& ctx, const Path& p, SetAttrRequest req);
+  // access/faccessat: mode is R_OK|W_OK|X_OK or F_OK; checks with ctx.creds as given
+  // (the caller builds real-uid creds unless AT_EACCESS).
+  SysStatus Access(const ResolveContext& ctx, const Path& p, int mode);
+
+  // Sandbox path of `p` as seen from `root` ("/" for root itself); paths outside
+  // `root` are shown from the real root; unlinked ones get " (deleted)".
+  std::string PathOf(const Path& p, const Path& root) const;
+  std::string PathOf(const Path& p) const { return PathOf(p, root()); }
+
+ private:
+  SysResult<Path> WalkComponents(const ResolveContext& ctx, Path cur, std::string_view path,
+                                 bool follow_last, int* symlinks, bool* trailing_slash,
+                                 std::string* last);
+  SysResult<Path> FollowLink(const ResolveContext& ctx, const Path& dir, const Path& link,
+                             int* symlinks);
+  Path CrossMounts(Path p) const;
+  uint64_t next_mount_id_ = 1;
+  std::shared_ptr<Mount> root_mount_;
+  // (parent mount, mountpoint dentry) -> mounts stacked there, newest last.
+  std::map<std::pair<const Mount*, const Dentry*>, std::vector<std::shared_ptr<Mount>>> mounts_;
+};
+
+}  // namespace usentry::sentry::vfs
+
+#endif  // USENTRY_SENTRY_VFS_VFS_H_
