@@ -68,6 +68,15 @@ class Kernel {
   void UnregisterTask(Task* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   const std::map<int32_t, Task*>& tasks() const { return tasks_; }
   std::vector<std::shared_ptr<ThreadGroup>> ThreadGroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void RegisterThreadGroup(std::shared_ptr<ThreadGroup> tg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void UnregisterThreadGroup(int32_t pid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // The init process (PID 1): orphans are reparented to it; its exit ends the run.
+  std::shared_ptr<ThreadGroup> init() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Starts the host thread that runs `t` (already registered). Kernel lock held.
+  void StartTask(Task* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Host threads of tasks still running (for shutdown).
+  int running_threads = 0;
+  absl::CondVar threads_cv;
 
   // Records that the app made a syscall the table does not implement (reported once).
   void NoteUnsupported(int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
@@ -85,6 +94,7 @@ class Kernel {
   absl::Time boot_time_;
   int32_t next_pid_ = 1;
   std::map<int32_t, Task*> tasks_;
+  std::map<int32_t, std::shared_ptr<ThreadGroup>> groups_;  // live and zombie
   std::set<int> unsupported_reported_;
 };
 

@@ -79,7 +79,9 @@ class Task {
   bool exiting = false;  // this thread is done (exit status recorded in the group)
   std::unique_ptr<SignalState> sig;  // per-thread mask, pending, altstack
   std::unique_ptr<platform::Context> ctx;
-  std::optional<int> vfork_done_fd;  // unused placeholder for vfork accounting
+  // Set by handlers that replace the register file (execve, rt_sigreturn): the
+  // dispatcher must not write the result into rax.
+  bool regs_replaced = false;
 
   // Condition the task sleeps on in Block (with Kernel::mu).
   absl::CondVar cv;

@@ -50,6 +50,10 @@ class MemoryFile {
   std::shared_ptr<MemoryRange> Allocate(uint64_t len);
   // Releases the pages of [offset, offset+len) back to the host (reads as zero after).
   void Decommit(uint64_t offset, uint64_t len);
+  // Copies [src, src+len) to [dst, dst+len), skipping holes so that untouched pages of
+  // the source stay unallocated in the copy (fork of a mostly-sparse address space).
+  // The destination must read as zero beforehand.
+  void CopySparse(uint64_t src, uint64_t dst, uint64_t len);
 
  private:
   friend class MemoryRange;

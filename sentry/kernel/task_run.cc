@@ -1,0 +1,168 @@
+// The task run loop and syscall dispatch.
+//
+// Each task owns one host thread. The loop: deliver pending signals, release the kernel
+// lock, Switch into app code, retake the lock, handle the trap. The platform address
+// space is created lazily here because the ptrace platform requires the thread that
+// created a stub to be the one that switches into it.
+#include "sentry/kernel/task_run.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/task_exit.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/signal/deliver.h"
+#include "sentry/syscalls/strace.h"
+#include "sentry/syscalls/table.h"
+
+namespace usentry::sentry {
+
+namespace {
+
+SyscallArgs ArgsFrom(const user_regs_struct& gp) {
+  SyscallArgs a;
+  a.nr = static_cast<int>(gp.orig_rax);
+  a.a[0] = gp.rdi;
+  a.a[1] = gp.rsi;
+  a.a[2] = gp.rdx;
+  a.a[3] = gp.r10;
+  a.a[4] = gp.r8;
+  a.a[5] = gp.r9;
+  return a;
+}
+
+bool IsRestartErrno(int e) {
+  return e == kERestartSys || e == kERestartNoIntr || e == kERestartNoHand ||
+         e == kERestartRestartBlock;
+}
+
+// Syscalls that do not return to the caller on success: strace prints them at entry.
+bool NoReturn(int nr) {
+  return nr == 59 /*execve*/ || nr == 322 /*execveat*/ || nr == 60 /*exit*/ ||
+         nr == 231 /*exit_group*/ || nr == 15 /*rt_sigreturn*/;
+}
+
+std::optional<std::string> ReadAppString(Task& t, uint64_t addr, size_t max) {
+  auto s = t.mm().CopyInString(mm::GuestAddr(addr), max);
+  if (!s.ok()) {
+    // Not NUL-terminated within max: show the prefix that is readable.
+    std::string buf(max, '\0');
+    if (!t.mm().CopyIn(mm::GuestAddr(addr), buf.data(), max).ok()) return std::nullopt;
+    return buf;
+  }
+  return std::move(s).value();
+}
+
+void StracePrint(Task& t, const std::string& line) {
+  fprintf(stderr, "[pid %5d] %s\n", t.tid(), line.c_str());
+}
+
+// A fault in app code becomes the matching synchronous signal.
+void HandleFault(Task& t, const platform::SwitchResult& r) {
+  siginfo_t info = r.info;
+  if (info.si_signo == 0) {
+    info.si_signo = SIGSEGV;
+    info.si_code = SEGV_MAPERR;
+  }
+  info.si_addr = reinterpret_cast<void*>(r.fault_addr);
+  ForceSignal(t, info);
+}
+
+}  // namespace
+
+int HandleSyscall(Task& t) {
+  user_regs_struct& gp = t.regs().gp;
+  SyscallArgs args = ArgsFrom(gp);
+  const SyscallInfo* info = LookupSyscall(args.nr);
+  const bool strace = t.kernel().options().strace;
+  auto read_mem = [&t](uint64_t addr, size_t max) { return ReadAppString(t, addr, max); };
+
+  if (strace && info && NoReturn(args.nr)) {
+    StracePrint(t, FormatSyscallEntry(*info, args.a, read_mem) + " ...");
+  }
+  t.regs_replaced = false;
+  SyscallResult r = Errno{ENOSYS};
+  if (info && info->handler) {
+    r = info->handler(t, args);
+  } else {
+    t.kernel().NoteUnsupported(args.nr);
+  }
+  if (t.regs_replaced) return 0;
+  int64_t raw = r.ok() ? static_cast<int64_t>(r.value()) : -static_cast<int64_t>(r.error());
+  if (strace) {
+    if (info) {
+      StracePrint(t, FormatSyscallExit(*info, args.a, raw, read_mem));
+    } else {
+      StracePrint(t, absl::StrCat("syscall_", args.nr, "(...) = ", raw));
+    }
+  }
+  gp.rax = static_cast<uint64_t>(raw);
+  return (!r.ok() && IsRestartErrno(r.error())) ? r.error() : 0;
+}
+
+void RunTask(Task* t) {
+  Kernel& k = t->kernel();
+  k.mu.Lock();
+  int restart = 0;
+  while (true) {
+    if (t->killed || t->thread_group().exiting) break;
+    DeliverSignals(*t, restart);
+    restart = 0;
+    if (t->killed || t->thread_group().exiting) break;
+
+    if (!t->ctx) {
+      auto ctx = k.platform().NewContext();
+      if (!ctx.ok()) {
+        fprintf(stderr, "usentry: platform context: %s\n", ctx.status().ToString().c_str());
+        ExitGroup(t->thread_group(), SIGKILL);
+        break;
+      }
+      t->ctx = std::move(ctx).value();
+    }
+    mm::MemoryManager& mm = t->mm();
+    if (!mm.address_space()) {
+      auto as = k.platform().NewAddressSpace();
+      absl::Status s = as.ok() ? mm.Activate(std::move(as).value()) : as.status();
+      if (!s.ok()) {
+        fprintf(stderr, "usentry: creating address space: %s\n", s.ToString().c_str());
+        ExitGroup(t->thread_group(), SIGKILL);
+        break;
+      }
+    }
+    platform::AddressSpace* as = mm.address_space();
+    t->in_app.store(true);
+    k.mu.Unlock();
+    absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->regs());
+    k.mu.Lock();
+    t->in_app.store(false);
+    if (!sw.ok()) {
+      fprintf(stderr, "usentry: task %d: %s\n", t->tid(), sw.status().ToString().c_str());
+      ExitGroup(t->thread_group(), SIGKILL);
+      break;
+    }
+    switch (sw->kind) {
+      case platform::SwitchKind::kSyscall:
+        restart = HandleSyscall(*t);
+        break;
+      case platform::SwitchKind::kFault:
+      case platform::SwitchKind::kSignal:
+        HandleFault(*t, *sw);
+        break;
+      case platform::SwitchKind::kInterrupted:
+        break;
+    }
+  }
+  TaskExited(*t);  // unregisters and frees t; the lock stays held
+  k.running_threads--;
+  k.threads_cv.SignalAll();
+  k.mu.Unlock();
+}
+
+}  // namespace usentry::sentry

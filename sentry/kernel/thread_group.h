@@ -1,0 +1,62 @@
+// ThreadGroup: a process — its threads, its place in the process tree, its process group
+// and session, shared signal dispositions and group-directed pending signals, and its
+// exit status once it is a zombie. All fields are guarded by Kernel::mu.
+#ifndef USENTRY_SENTRY_KERNEL_THREAD_GROUP_H_
+#define USENTRY_SENTRY_KERNEL_THREAD_GROUP_H_
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "sentry/kernel/wait_queue.h"
+#include "sentry/signal/signal.h"
+
+namespace usentry::sentry {
+
+class Task;
+
+class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
+ public:
+  explicit ThreadGroup(int32_t pid) : pid_(pid) {}
+
+  int32_t pid() const { return pid_; }
+  Task* leader() const { return tasks.empty() ? nullptr : tasks.front(); }
+  int32_t ppid() const;
+
+  std::vector<Task*> tasks;  // live threads; the leader first while it lives
+  std::weak_ptr<ThreadGroup> parent;
+  std::vector<std::shared_ptr<ThreadGroup>> children;  // live and zombie children
+  int32_t pgid = 0;
+  int32_t sid = 0;
+
+  // Shared dispositions (CLONE_SIGHAND shares the object) and group-directed signals.
+  std::shared_ptr<SignalHandlers> handlers = std::make_shared<SignalHandlers>();
+  PendingSignals pending;
+  // Signal sent to the parent when this group exits (SIGCHLD, or clone's exit signal).
+  int exit_signal = SIGCHLD;
+
+  // Exit: set when exit_group/fatal signal starts tearing the group down.
+  bool exiting = false;
+  int exit_status = 0;   // wait(2) status word to report
+  bool zombie = false;   // every thread gone; waiting to be reaped
+  bool reaped = false;
+  // vfork: the parent sleeps until the child execs or exits.
+  bool vfork_pending = false;
+  WaitQueue vfork_wq;
+  // Parents wait here for child state changes (wait4/waitid).
+  WaitQueue child_wq;
+
+  std::array<rlimit, RLIM_NLIMITS> rlimits{};
+  // CPU accounting of exited threads and reaped children, in microseconds.
+  int64_t utime_us = 0, stime_us = 0, child_utime_us = 0, child_stime_us = 0;
+
+ private:
+  int32_t pid_;
+};
+
+}  // namespace usentry::sentry
+
+#endif  // USENTRY_SENTRY_KERNEL_THREAD_GROUP_H_

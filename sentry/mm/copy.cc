@@ -1,0 +1,117 @@
+// Copying between the sentry and app memory. App memory is pages of the MemoryFile, which
+// the sentry has mapped, so a copy is a memcpy after the VMA and protection check.
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "sentry/mm/memory_manager.h"
+
+namespace usentry::sentry::mm {
+
+SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, bool force,
+                                const std::function<void(uint8_t*, size_t, size_t)>& fn) const {
+  uint64_t a = addr.value();
+  if (a + n < a || a + n > max_user_) return Errno{EFAULT};
+  size_t done = 0;
+  while (done < n) {
+    const Vma* v = FindVma(a + done);
+    if (!v) return Errno{EFAULT};
+    if (!force) {
+      int need = access == Access::kWrite ? PROT_WRITE : (PROT_READ | PROT_WRITE | PROT_EXEC);
+      if ((v->prot & need) == 0) return Errno{EFAULT};
+    }
+    uint64_t cur = a + done;
+    size_t chunk = std::min<uint64_t>(n - done, v->end - cur);
+    fn(v->range->data() + v->range_off + (cur - v->start), chunk, done);
+    done += chunk;
+  }
+  return SysOk();
+}
+
+SysStatus MemoryManager::CopyIn(GuestAddr src, void* dst, size_t n) const {
+  auto* out = static_cast<uint8_t*>(dst);
+  return Access(src, n, Access::kRead, false,
+                [&](uint8_t* p, size_t len, size_t off) { memcpy(out + off, p, len); });
+}
+
+SysStatus MemoryManager::CopyOut(GuestAddr dst, const void* src, size_t n) const {
+  const auto* in = static_cast<const uint8_t*>(src);
+  return Access(dst, n, Access::kWrite, false,
+                [&](uint8_t* p, size_t len, size_t off) { memcpy(p, in + off, len); });
+}
+
+SysStatus MemoryManager::CopyOutForce(GuestAddr dst, const void* src, size_t n) const {
+  const auto* in = static_cast<const uint8_t*>(src);
+  return Access(dst, n, Access::kWrite, true,
+                [&](uint8_t* p, size_t len, size_t off) { memcpy(p, in + off, len); });
+}
+
+SysStatus MemoryManager::ZeroOut(GuestAddr dst, size_t n) const {
+  return Access(dst, n, Access::kWrite, true,
+                [&](uint8_t* p, size_t len, size_t) { memset(p, 0, len); });
+}
+
+SysResult<std::string> MemoryManager::CopyInString(GuestAddr src, size_t max_len) const {
+  std::string out;
+  uint64_t a = src.value();
+  while (true) {
+    // Read up to the end of the page so a string ending just before an unmapped page
+    // is still readable.
+    size_t chunk = kPageSize - (a & (kPageSize - 1));
+    char buf[kPageSize];
+    RETURN_IF_ERRNO(CopyIn(GuestAddr(a), buf, chunk));
+    const void* nul = memchr(buf, 0, chunk);
+    size_t take = nul ? static_cast<const char*>(nul) - buf : chunk;
+    if (out.size() + take > max_len) return Errno{ENAMETOOLONG};
+    out.append(buf, take);
+    if (nul) return out;
+    a += chunk;
+  }
+}
+
+SysResult<std::vector<std::string>> MemoryManager::CopyInStringArray(GuestAddr src,
+                                                                     size_t max_total) const {
+  std::vector<std::string> out;
+  size_t total = 0;
+  if (src.IsNull()) return out;
+  for (uint64_t i = 0;; i++) {
+    ASSIGN_OR_RETURN_ERRNO(uint64_t p, CopyInObj<uint64_t>(src + i * 8));
+    if (p == 0) return out;
+    ASSIGN_OR_RETURN_ERRNO(std::string s, CopyInString(GuestAddr(p), max_total));
+    total += s.size() + 1 + 8;
+    if (total > max_total) return Errno{E2BIG};
+    out.push_back(std::move(s));
+  }
+}
+
+SysResult<std::vector<iovec>> MemoryManager::Translate(GuestAddr addr, size_t n,
+                                                       mm::Access access) const {
+  std::vector<iovec> out;
+  if (n == 0) return out;
+  RETURN_IF_ERRNO(Access(addr, n, access, false, [&](uint8_t* p, size_t len, size_t) {
+    out.push_back(iovec{p, len});
+  }));
+  return out;
+}
+
+SysResult<std::vector<iovec>> MemoryManager::TranslateIovecs(GuestAddr iov, int iovcnt,
+                                                             mm::Access access) const {
+  if (iovcnt < 0 || iovcnt > 1024) return Errno{EINVAL};
+  std::vector<iovec> out;
+  uint64_t total = 0;
+  for (int i = 0; i < iovcnt; i++) {
+    struct {
+      uint64_t base, len;
+    } e;
+    RETURN_IF_ERRNO(CopyIn(iov + i * 16, &e, sizeof(e)));
+    if (static_cast<int64_t>(e.len) < 0) return Errno{EINVAL};
+    total += e.len;
+    if (total > 0x7ffff000) return Errno{EINVAL};
+    if (e.len == 0) continue;
+    ASSIGN_OR_RETURN_ERRNO(std::vector<iovec> part, Translate(GuestAddr(e.base), e.len, access));
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+}  // namespace usentry::sentry::mm

@@ -1,0 +1,100 @@
+// MemoryFile implementation: a first-fit allocator of offsets over one sparse memfd.
+#include "sentry/mm/memory_file.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "sentry/mm/guest_addr.h"
+
+namespace usentry::sentry::mm {
+
+MemoryRange::~MemoryRange() { mf_->Free(offset_, len_); }
+
+uint8_t* MemoryRange::data() const { return mf_->base() + offset_; }
+
+absl::StatusOr<std::unique_ptr<MemoryFile>> MemoryFile::Create(uint64_t capacity) {
+  UniqueFd fd(memfd_create("usentry-memory", MFD_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus("memfd_create(usentry-memory)");
+  if (ftruncate(fd.get(), static_cast<off_t>(capacity)) != 0) {
+    return ErrnoStatus(absl::StrCat("ftruncate(memfd, ", capacity, ")"));
+  }
+  // NORESERVE: the file is sparse; pages exist only once the app touches them.
+  void* base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                    fd.get(), 0);
+  if (base == MAP_FAILED) return ErrnoStatus(absl::StrCat("mmap(memfd, ", capacity, ")"));
+  return std::unique_ptr<MemoryFile>(
+      new MemoryFile(std::move(fd), static_cast<uint8_t*>(base), capacity));
+}
+
+MemoryFile::MemoryFile(UniqueFd fd, uint8_t* base, uint64_t capacity)
+    : fd_(std::move(fd)), base_(base), capacity_(capacity) {
+  // Offset 0 is never handed out so that a zero offset can mean "none" in debugging.
+  free_[kPageSize] = capacity - kPageSize;
+}
+
+MemoryFile::~MemoryFile() { munmap(base_, capacity_); }
+
+std::shared_ptr<MemoryRange> MemoryFile::Allocate(uint64_t len) {
+  len = (len + kPageSize - 1) & ~(kPageSize - 1);
+  if (len == 0) return nullptr;
+  absl::MutexLock l(&mu_);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < len) continue;
+    uint64_t off = it->first;
+    uint64_t rest = it->second - len;
+    free_.erase(it);
+    if (rest > 0) free_[off + len] = rest;
+    return std::make_shared<MemoryRange>(this, off, len);
+  }
+  return nullptr;
+}
+
+void MemoryFile::Decommit(uint64_t offset, uint64_t len) {
+  if (len == 0) return;
+  fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+            static_cast<off_t>(len));
+}
+
+void MemoryFile::Free(uint64_t offset, uint64_t len) {
+  Decommit(offset, len);
+  absl::MutexLock l(&mu_);
+  auto next = free_.lower_bound(offset);
+  if (next != free_.end() && next->first == offset + len) {
+    len += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += len;
+      return;
+    }
+  }
+  free_[offset] = len;
+}
+
+}  // namespace usentry::sentry::mm
+
+namespace usentry::sentry::mm {
+
+void MemoryFile::CopySparse(uint64_t src, uint64_t dst, uint64_t len) {
+  uint64_t pos = src;
+  const uint64_t end = src + len;
+  while (pos < end) {
+    off_t data = lseek(fd_.get(), static_cast<off_t>(pos), SEEK_DATA);
+    if (data < 0 || static_cast<uint64_t>(data) >= end) return;  // ENXIO: no more data
+    off_t hole = lseek(fd_.get(), data, SEEK_HOLE);
+    uint64_t stop = hole < 0 ? end : std::min<uint64_t>(static_cast<uint64_t>(hole), end);
+    memcpy(base_ + dst + (data - src), base_ + data, stop - data);
+    pos = stop;
+  }
+}
+
+}  // namespace usentry::sentry::mm

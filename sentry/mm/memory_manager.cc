@@ -1,0 +1,155 @@
+// MemoryManager: VMA bookkeeping and the platform mirror. Syscall-level entry points
+// (mmap, munmap, brk...) live in syscalls.cc; copy helpers in copy.cc.
+#include "sentry/mm/memory_manager.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "absl/log/check.h"
+
+namespace usentry::sentry::mm {
+
+namespace {
+// The lowest address an app may map (vm.mmap_min_addr).
+constexpr uint64_t kMinAddr = 0x10000;
+// Room reserved under the stack top for the stack and its growth.
+constexpr uint64_t kStackGap = 512ull << 20;
+}  // namespace
+
+MemoryManager::MemoryManager(MemoryFile* mf, uint64_t max_user)
+    : mf_(mf), max_user_(max_user), mmap_base_(max_user - kStackGap) {}
+
+MemoryManager::~MemoryManager() = default;
+
+const Vma* MemoryManager::FindVma(uint64_t addr) const {
+  auto it = vmas_.upper_bound(addr);
+  if (it == vmas_.begin()) return nullptr;
+  --it;
+  return addr < it->second.end ? &it->second : nullptr;
+}
+
+void MemoryManager::SplitAt(uint64_t addr) {
+  auto it = vmas_.upper_bound(addr);
+  if (it == vmas_.begin()) return;
+  --it;
+  Vma& v = it->second;
+  if (addr <= v.start || addr >= v.end) return;
+  Vma tail = v;
+  uint64_t delta = addr - v.start;
+  tail.start = addr;
+  tail.range_off += delta;
+  if (!tail.name.empty() && v.file_ref) tail.file_off += delta;
+  v.end = addr;
+  vmas_.emplace(addr, std::move(tail));
+}
+
+bool MemoryManager::RangeFree(uint64_t start, uint64_t end) const {
+  auto it = vmas_.lower_bound(start);
+  if (it != vmas_.end() && it->first < end) return false;
+  if (it != vmas_.begin() && std::prev(it)->second.end > start) return false;
+  return true;
+}
+
+void MemoryManager::MapIntoAs(const Vma& v) {
+  if (!as_) return;
+  // A failure here means the stub is gone; the task notices at its next Switch.
+  (void)as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
+}
+
+void MemoryManager::RemoveRange(uint64_t start, uint64_t end) {
+  SplitAt(start);
+  SplitAt(end);
+  auto it = vmas_.lower_bound(start);
+  while (it != vmas_.end() && it->first < end) {
+    const Vma& v = it->second;
+    // Private pages belong to this VMA alone: give them back to the host now.
+    if (!v.shared) mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
+    it = vmas_.erase(it);
+  }
+  if (as_) (void)as_->Unmap(start, end - start);
+}
+
+SysStatus MemoryManager::InsertVma(Vma vma) {
+  uint64_t start = vma.start;
+  auto [it, inserted] = vmas_.emplace(start, std::move(vma));
+  if (!inserted) return Errno{ENOMEM};
+  MapIntoAs(it->second);
+  return SysOk();
+}
+
+void MemoryManager::SetBrkBase(GuestAddr base) {
+  brk_base_ = base.PageUp().value();
+  brk_ = base.value();
+}
+
+SysResult<GuestAddr> MemoryManager::FindGap(uint64_t len, GuestAddr hint) const {
+  if (len == 0 || len > max_user_) return Errno{ENOMEM};
+  if (!hint.IsNull()) {
+    uint64_t h = hint.PageDown().value();
+    if (h >= kMinAddr && h + len <= max_user_ && h + len > h && RangeFree(h, h + len)) {
+      return GuestAddr(h);
+    }
+  }
+  // Top-down from the mmap base, like Linux's default layout: the highest gap below it.
+  uint64_t top = mmap_base_;
+  auto it = vmas_.lower_bound(top);
+  while (it != vmas_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.end > top) {  // overlaps `top`: continue below it
+      top = std::min(top, prev->second.start);
+    } else {
+      uint64_t bottom = std::max(prev->second.end, kMinAddr);
+      if (top >= bottom && top - bottom >= len) return GuestAddr(top - len);
+      top = prev->second.start;
+    }
+    it = prev;
+  }
+  if (top >= kMinAddr && top - kMinAddr >= len) return GuestAddr(top - len);
+  return Errno{ENOMEM};
+}
+
+std::unique_ptr<MemoryManager> MemoryManager::Fork() const {
+  auto child = std::make_unique<MemoryManager>(mf_, max_user_);
+  child->mmap_base_ = mmap_base_;
+  child->brk_base_ = brk_base_;
+  child->brk_ = brk_;
+  child->stack_lo_ = stack_lo_;
+  child->stack_hi_ = stack_hi_;
+  child->executable_path = executable_path;
+  child->arg_start = arg_start;
+  child->arg_end = arg_end;
+  child->env_start = env_start;
+  child->env_end = env_end;
+  child->auxv = auxv;
+  for (const auto& [start, v] : vmas_) {
+    Vma c = v;
+    if (!v.shared) {
+      uint64_t len = v.end - v.start;
+      // The heap keeps its reservation so that brk can keep growing in place.
+      uint64_t alloc = v.name == "[heap]" ? v.range->len() - v.range_off : len;
+      auto r = mf_->Allocate(alloc);
+      if (!r) return nullptr;
+      mf_->CopySparse(v.range->offset() + v.range_off, r->offset(), len);
+      c.range = std::move(r);
+      c.range_off = 0;
+    }
+    child->vmas_.emplace(start, std::move(c));
+  }
+  return child;
+}
+
+absl::Status MemoryManager::Activate(std::unique_ptr<platform::AddressSpace> as) {
+  as_ = std::move(as);
+  if (as_->MaxUserAddress() < max_user_) {
+    return absl::InternalError("platform address space is smaller than the sentry's layout");
+  }
+  for (const auto& [start, v] : vmas_) {
+    absl::Status s =
+        as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace usentry::sentry::mm

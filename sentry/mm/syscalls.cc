@@ -1,0 +1,226 @@
+// MemoryManager entry points with Linux semantics: mmap, munmap, mprotect, brk, mremap,
+// madvise(MADV_DONTNEED). Argument validation that depends only on scalars is here too,
+// so the sys_mm.cc handlers stay thin.
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "sentry/mm/memory_manager.h"
+
+namespace usentry::sentry::mm {
+
+namespace {
+constexpr uint64_t kMinAddr = 0x10000;
+// Address-space reservation for the heap: brk grows inside it without moving.
+constexpr uint64_t kHeapReserve = 4ull << 30;
+
+uint64_t PageUp(uint64_t v) { return (v + kPageSize - 1) & ~(kPageSize - 1); }
+}  // namespace
+
+SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
+  if (o.len == 0) return Errno{EINVAL};
+  uint64_t len = PageUp(o.len);
+  if (len < o.len || len > max_user_) return Errno{ENOMEM};
+  if ((o.file_off & (kPageSize - 1)) != 0) return Errno{EINVAL};
+  int type = o.flags & MAP_TYPE;
+  if (type != MAP_SHARED && type != MAP_PRIVATE && type != MAP_SHARED_VALIDATE) {
+    return Errno{EINVAL};
+  }
+  const bool fixed = (o.flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) != 0;
+  uint64_t addr = o.addr.value();
+  if (fixed) {
+    if (!o.addr.PageAligned()) return Errno{EINVAL};
+    if (addr < kMinAddr) return Errno{EPERM};
+    if (addr + len > max_user_ || addr + len < addr) return Errno{ENOMEM};
+    if (o.flags & MAP_FIXED_NOREPLACE) {
+      if (!RangeFree(addr, addr + len)) return Errno{EEXIST};
+    } else {
+      RemoveRange(addr, addr + len);
+    }
+  } else {
+    ASSIGN_OR_RETURN_ERRNO(GuestAddr a, FindGap(len, o.addr));
+    addr = a.value();
+  }
+  if ((o.prot & ~o.max_prot) != 0) return Errno{EACCES};
+
+  std::shared_ptr<MemoryRange> range = mf_->Allocate(len);
+  if (!range) return Errno{ENOMEM};
+  if (o.fill) {
+    SysStatus s = o.fill(range->data(), len, o.file_off);
+    if (!s.ok()) return Errno{s.error()};
+  }
+  Vma v;
+  v.start = addr;
+  v.end = addr + len;
+  v.prot = o.prot;
+  v.max_prot = o.max_prot;
+  v.shared = type != MAP_PRIVATE;
+  v.grows_down = (o.flags & MAP_GROWSDOWN) != 0;
+  v.range = std::move(range);
+  v.name = o.name;
+  v.file_off = o.file_off;
+  v.dev = o.dev;
+  v.ino = o.ino;
+  v.file_ref = o.file_ref;
+  RETURN_IF_ERRNO(InsertVma(std::move(v)));
+  return GuestAddr(addr);
+}
+
+SysStatus MemoryManager::MUnmap(GuestAddr addr, uint64_t len) {
+  if (!addr.PageAligned() || len == 0) return Errno{EINVAL};
+  uint64_t end = PageUp(addr.value() + len);
+  if (end < addr.value() || end > max_user_) return Errno{EINVAL};
+  RemoveRange(addr.value(), end);
+  return SysOk();
+}
+
+SysStatus MemoryManager::MProtect(GuestAddr addr, uint64_t len, int prot) {
+  if (!addr.PageAligned()) return Errno{EINVAL};
+  if (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC | PROT_GROWSDOWN | PROT_GROWSUP)) {
+    return Errno{EINVAL};
+  }
+  prot &= PROT_READ | PROT_WRITE | PROT_EXEC;
+  uint64_t start = addr.value();
+  uint64_t end = PageUp(start + len);
+  if (end < start) return Errno{ENOMEM};
+  if (len == 0) return SysOk();
+  // The whole range must be mapped (ENOMEM otherwise) and permit the protection.
+  for (uint64_t a = start; a < end;) {
+    const Vma* v = FindVma(a);
+    if (!v) return Errno{ENOMEM};
+    if (prot & ~v->max_prot) return Errno{EACCES};
+    a = v->end;
+  }
+  SplitAt(start);
+  SplitAt(end);
+  for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
+    it->second.prot = prot;
+  }
+  if (as_) (void)as_->Protect(start, end - start, prot);
+  return SysOk();
+}
+
+SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
+  uint64_t addr = want.value();
+  if (addr < brk_base_ || addr > brk_base_ + kHeapReserve) return GuestAddr(brk_);
+  uint64_t old_end = PageUp(brk_);
+  uint64_t new_end = PageUp(addr);
+  auto heap_it = vmas_.find(brk_base_);
+  Vma* heap = (heap_it != vmas_.end() && heap_it->second.name == "[heap]") ? &heap_it->second
+                                                                            : nullptr;
+  if (new_end > old_end) {
+    if (!RangeFree(old_end, new_end)) return GuestAddr(brk_);
+    if (!heap) {
+      std::shared_ptr<MemoryRange> r = mf_->Allocate(kHeapReserve);
+      if (!r) return GuestAddr(brk_);
+      Vma v;
+      v.start = brk_base_;
+      v.end = new_end;
+      v.prot = PROT_READ | PROT_WRITE;
+      v.range = std::move(r);
+      v.name = "[heap]";
+      if (!InsertVma(std::move(v)).ok()) return GuestAddr(brk_);
+    } else {
+      uint64_t grow_from = heap->end;
+      heap->end = new_end;
+      if (as_) {
+        (void)as_->MapFile(grow_from, new_end - grow_from,
+                           heap->range->offset() + heap->range_off + (grow_from - heap->start),
+                           heap->prot);
+      }
+    }
+  } else if (new_end < old_end && heap) {
+    if (new_end <= heap->start) {
+      RemoveRange(heap->start, heap->end);
+    } else {
+      mf_->Decommit(heap->range->offset() + heap->range_off + (new_end - heap->start),
+                    heap->end - new_end);
+      if (as_) (void)as_->Unmap(new_end, heap->end - new_end);
+      heap->end = new_end;
+    }
+  }
+  brk_ = addr;
+  return GuestAddr(brk_);
+}
+
+SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
+                                           uint64_t new_len, int flags, GuestAddr new_addr) {
+  if (!old_addr.PageAligned()) return Errno{EINVAL};
+  if (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP)) return Errno{EINVAL};
+  if ((flags & MREMAP_FIXED) && !(flags & MREMAP_MAYMOVE)) return Errno{EINVAL};
+  if (flags & MREMAP_DONTUNMAP) return Errno{EINVAL};  // not supported yet
+  old_len = PageUp(old_len);
+  new_len = PageUp(new_len);
+  if (new_len == 0 || old_len == 0) return Errno{EINVAL};
+  uint64_t start = old_addr.value();
+  const Vma* v = FindVma(start);
+  if (!v || v->end < start + old_len) return Errno{EFAULT};
+  if (!(flags & MREMAP_FIXED)) {
+    if (new_len <= old_len) {
+      if (new_len < old_len) RemoveRange(start + new_len, start + old_len);
+      return old_addr;
+    }
+    // Grow in place when the following addresses are free.
+    if (start + new_len <= max_user_ && RangeFree(start + old_len, start + new_len) &&
+        v->end == start + old_len) {
+      Vma ext = *v;
+      std::shared_ptr<MemoryRange> r = mf_->Allocate(new_len - old_len);
+      if (!r) return Errno{ENOMEM};
+      ext.start = start + old_len;
+      ext.end = start + new_len;
+      ext.range = std::move(r);
+      ext.range_off = 0;
+      ext.file_off = v->file_off + (ext.start - v->start);
+      RETURN_IF_ERRNO(InsertVma(std::move(ext)));
+      return old_addr;
+    }
+    if (!(flags & MREMAP_MAYMOVE)) return Errno{ENOMEM};
+  }
+  // Move: new range, copy the old contents, unmap the old.
+  uint64_t dst;
+  if (flags & MREMAP_FIXED) {
+    if (!new_addr.PageAligned()) return Errno{EINVAL};
+    dst = new_addr.value();
+    if (dst < kMinAddr || dst + new_len > max_user_) return Errno{EINVAL};
+    if (dst < start + old_len && start < dst + new_len) return Errno{EINVAL};
+    RemoveRange(dst, dst + new_len);
+  } else {
+    ASSIGN_OR_RETURN_ERRNO(GuestAddr a, FindGap(new_len, GuestAddr()));
+    dst = a.value();
+  }
+  // Only single-VMA sources are supported (what glibc realloc produces).
+  v = FindVma(start);
+  if (!v || v->end < start + old_len) return Errno{EFAULT};
+  std::shared_ptr<MemoryRange> r = mf_->Allocate(new_len);
+  if (!r) return Errno{ENOMEM};
+  uint64_t copy = std::min(old_len, new_len);
+  mf_->CopySparse(v->range->offset() + v->range_off + (start - v->start), r->offset(), copy);
+  Vma moved = *v;
+  moved.start = dst;
+  moved.end = dst + new_len;
+  moved.range = std::move(r);
+  moved.range_off = 0;
+  moved.file_off = v->file_off + (start - v->start);
+  moved.shared = false;  // shared anonymous moves lose sharing (documented limitation)
+  RemoveRange(start, start + old_len);
+  RETURN_IF_ERRNO(InsertVma(std::move(moved)));
+  return GuestAddr(dst);
+}
+
+SysStatus MemoryManager::MAdviseDontNeed(GuestAddr addr, uint64_t len) {
+  if (!addr.PageAligned()) return Errno{EINVAL};
+  uint64_t start = addr.value();
+  uint64_t end = PageUp(start + len);
+  for (uint64_t a = start; a < end;) {
+    const Vma* v = FindVma(a);
+    if (!v) return Errno{ENOMEM};
+    uint64_t stop = std::min(end, v->end);
+    // Private anonymous pages read as zero afterwards. Private file pages would be
+    // re-read from the file on Linux; we keep their contents instead (never zero them).
+    if (!v->shared && !v->file_ref) mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
+    a = stop;
+  }
+  return SysOk();
+}
+
+}  // namespace usentry::sentry::mm

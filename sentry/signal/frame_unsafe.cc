@@ -1,0 +1,203 @@
+// x86-64 signal frames: the rt_sigframe the kernel pushes on the app stack before
+// running a handler, and rt_sigreturn, which restores the interrupted context from it.
+// Layout follows arch/x86/include/asm/sigframe.h and uapi asm/sigcontext.h:
+//   [rsp]      pretcode (sa_restorer; the handler's `ret` jumps there)
+//   [rsp+8]    ucontext (flags, link, stack_t, sigcontext, sigmask)
+//   [rsp+312]  siginfo
+// and, above the frame, 64-byte aligned, the XSAVE image that sigcontext.fpstate points to.
+#include <signal.h>
+
+#include <cstring>
+
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/signal/deliver.h"
+#include "sentry/signal/signal.h"
+
+namespace usentry::sentry {
+
+namespace {
+
+struct SigContext {
+  uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+  uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip;
+  uint64_t eflags;
+  uint16_t cs, gs, fs, ss;
+  uint64_t err, trapno, oldmask, cr2;
+  uint64_t fpstate;
+  uint64_t reserved1[8];
+};
+static_assert(sizeof(SigContext) == 256);
+
+struct StackT {
+  uint64_t ss_sp;
+  int32_t ss_flags;
+  int32_t pad;
+  uint64_t ss_size;
+};
+static_assert(sizeof(StackT) == 24);
+
+struct UContext {
+  uint64_t uc_flags;
+  uint64_t uc_link;
+  StackT uc_stack;
+  SigContext uc_mcontext;
+  uint64_t uc_sigmask;
+};
+static_assert(sizeof(UContext) == 304);
+
+struct RtSigframe {
+  uint64_t pretcode;
+  UContext uc;
+  siginfo_t info;
+};
+static_assert(sizeof(RtSigframe) == 440);
+static_assert(offsetof(RtSigframe, info) == 312);
+
+constexpr uint64_t kUcFpXstate = 0x1;
+constexpr uint64_t kUcSigcontextSs = 0x2;
+constexpr uint64_t kUcStrictRestoreSs = 0x4;
+constexpr uint32_t kFpXstateMagic1 = 0x46505853;
+constexpr uint32_t kFpXstateMagic2 = 0x46505845;
+constexpr size_t kSwReservedOffset = 464;
+// EFLAGS bits a signal handler may change through the frame (Linux FIX_EFLAGS).
+constexpr uint64_t kFixEflags = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 |
+                                0x1 | 0x10000;
+
+struct FpxSwBytes {
+  uint32_t magic1;
+  uint32_t extended_size;
+  uint64_t xfeatures;
+  uint32_t xstate_size;
+  uint32_t padding[7];
+};
+static_assert(sizeof(FpxSwBytes) == 48);
+
+bool OnAltStack(const stack_t& ss, uint64_t sp) {
+  auto base = reinterpret_cast<uint64_t>(ss.ss_sp);
+  return !(ss.ss_flags & SS_DISABLE) && sp > base && sp <= base + ss.ss_size;
+}
+
+}  // namespace
+
+SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t saved_mask) {
+  platform::Registers& regs = t.regs();
+  user_regs_struct& gp = regs.gp;
+  const KSigAction& act = t.thread_group().handlers->actions[sig];
+  const stack_t& ss = t.sig->altstack;
+  mm::MemoryManager& mm = t.mm();
+
+  uint64_t sp = gp.rsp;
+  const bool on_alt = OnAltStack(ss, sp);
+  if ((act.flags & SA_ONSTACK) && !(ss.ss_flags & SS_DISABLE) && !on_alt) {
+    sp = reinterpret_cast<uint64_t>(ss.ss_sp) + ss.ss_size;
+  } else {
+    sp -= 128;  // the red zone belongs to the interrupted code
+  }
+
+  // The FPU/AVX state of the interrupted code, saved above the frame.
+  if (!regs.fp_valid) {
+    platform::AddressSpace* as = mm.address_space();
+    if (!as || !t.ctx || !t.ctx->LoadFpState(*as, regs).ok()) return Errno{EFAULT};
+  }
+  const size_t fp_size = regs.fp_size;
+  sp -= fp_size + sizeof(uint32_t);
+  sp &= ~uint64_t{63};
+  const uint64_t fpstate = sp;
+  FpxSwBytes sw;
+  memcpy(&sw, regs.fp + kSwReservedOffset, sizeof(sw));
+  if (sw.magic1 != kFpXstateMagic1) {
+    uint64_t xstate_bv;
+    memcpy(&xstate_bv, regs.fp + 512, sizeof(xstate_bv));
+    sw = FpxSwBytes{kFpXstateMagic1, static_cast<uint32_t>(fp_size + 4), xstate_bv | 3,
+                    static_cast<uint32_t>(fp_size), {}};
+  }
+  uint8_t fpbuf[platform::kFpStateSize + 4];
+  memcpy(fpbuf, regs.fp, fp_size);
+  memcpy(fpbuf + kSwReservedOffset, &sw, sizeof(sw));
+  memcpy(fpbuf + fp_size, &kFpXstateMagic2, sizeof(uint32_t));
+  RETURN_IF_ERRNO(mm.CopyOut(mm::GuestAddr(fpstate), fpbuf, fp_size + 4));
+
+  sp -= sizeof(RtSigframe);
+  sp = (sp & ~uint64_t{15}) - 8;  // as after a `call`: (rsp + 8) % 16 == 0
+  RtSigframe f{};
+  f.pretcode = act.restorer;
+  f.uc.uc_flags = kUcFpXstate | kUcSigcontextSs | kUcStrictRestoreSs;
+  f.uc.uc_stack.ss_sp = reinterpret_cast<uint64_t>(ss.ss_sp);
+  f.uc.uc_stack.ss_flags = on_alt ? SS_ONSTACK : ss.ss_flags;
+  f.uc.uc_stack.ss_size = ss.ss_size;
+  SigContext& sc = f.uc.uc_mcontext;
+  sc.r8 = gp.r8, sc.r9 = gp.r9, sc.r10 = gp.r10, sc.r11 = gp.r11;
+  sc.r12 = gp.r12, sc.r13 = gp.r13, sc.r14 = gp.r14, sc.r15 = gp.r15;
+  sc.rdi = gp.rdi, sc.rsi = gp.rsi, sc.rbp = gp.rbp, sc.rbx = gp.rbx;
+  sc.rdx = gp.rdx, sc.rax = gp.rax, sc.rcx = gp.rcx, sc.rsp = gp.rsp, sc.rip = gp.rip;
+  sc.eflags = gp.eflags;
+  sc.cs = static_cast<uint16_t>(gp.cs);
+  sc.ss = static_cast<uint16_t>(gp.ss);
+  sc.oldmask = saved_mask;
+  if (sig == SIGSEGV || sig == SIGBUS) {
+    sc.cr2 = reinterpret_cast<uint64_t>(info.si_addr);
+    sc.trapno = 14;
+  }
+  sc.fpstate = fpstate;
+  f.uc.uc_sigmask = saved_mask;
+  f.info = info;
+  RETURN_IF_ERRNO(mm.CopyOut(mm::GuestAddr(sp), &f, sizeof(f)));
+
+  gp.rdi = static_cast<uint64_t>(sig);
+  gp.rsi = sp + offsetof(RtSigframe, info);
+  gp.rdx = sp + offsetof(RtSigframe, uc);
+  gp.rax = 0;
+  gp.rsp = sp;
+  gp.rip = act.handler;
+  gp.eflags &= ~uint64_t{0x400 | 0x100};  // DF and TF are clear in a handler
+  return SysOk();
+}
+
+SysStatus SignalReturn(Task& t) {
+  platform::Registers& regs = t.regs();
+  user_regs_struct& gp = regs.gp;
+  mm::MemoryManager& mm = t.mm();
+  const uint64_t frame = gp.rsp - 8;  // the handler's `ret` popped pretcode
+  RtSigframe f;
+  RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(frame), &f, sizeof(f)));
+  const SigContext& sc = f.uc.uc_mcontext;
+
+  if (sc.fpstate != 0) {
+    if (!regs.fp_valid) {
+      platform::AddressSpace* as = mm.address_space();
+      if (!as || !t.ctx || !t.ctx->LoadFpState(*as, regs).ok()) return Errno{EFAULT};
+    }
+    FpxSwBytes sw;
+    RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate + kSwReservedOffset), &sw, sizeof(sw)));
+    // A frame whose XSAVE size differs from the host's restores only the legacy area.
+    size_t size = (sw.magic1 == kFpXstateMagic1 && sw.xstate_size == regs.fp_size)
+                      ? regs.fp_size
+                      : 512;
+    uint8_t buf[platform::kFpStateSize];
+    RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate), buf, size));
+    memcpy(regs.fp, buf, size);
+    regs.fp_dirty = true;
+  }
+
+  gp.r8 = sc.r8, gp.r9 = sc.r9, gp.r10 = sc.r10, gp.r11 = sc.r11;
+  gp.r12 = sc.r12, gp.r13 = sc.r13, gp.r14 = sc.r14, gp.r15 = sc.r15;
+  gp.rdi = sc.rdi, gp.rsi = sc.rsi, gp.rbp = sc.rbp, gp.rbx = sc.rbx;
+  gp.rdx = sc.rdx, gp.rax = sc.rax, gp.rcx = sc.rcx, gp.rsp = sc.rsp, gp.rip = sc.rip;
+  gp.eflags = (gp.eflags & ~kFixEflags) | (sc.eflags & kFixEflags);
+  gp.orig_rax = static_cast<uint64_t>(-1);  // not in a syscall: never restarted
+
+  t.sig->mask = f.uc.uc_sigmask & ~kUnblockable;
+  // Restoring the alternate stack settings is best effort, as in Linux (errors ignored),
+  // and refused while running on it.
+  if (!OnAltStack(t.sig->altstack, gp.rsp) && !(f.uc.uc_stack.ss_flags & ~SS_DISABLE)) {
+    t.sig->altstack.ss_sp = reinterpret_cast<void*>(f.uc.uc_stack.ss_sp);
+    t.sig->altstack.ss_size = f.uc.uc_stack.ss_size;
+    t.sig->altstack.ss_flags = f.uc.uc_stack.ss_flags;
+  }
+  t.regs_replaced = true;
+  return SysOk();
+}
+
+}  // namespace usentry::sentry

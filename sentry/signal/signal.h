@@ -1,0 +1,63 @@
+// Signal state: dispositions (shared per thread group), per-thread masks and alternate
+// stacks, and pending sets (per thread and per group). Delivery and frames are in
+// deliver.cc / frame_unsafe.cc.
+#ifndef USENTRY_SENTRY_SIGNAL_SIGNAL_H_
+#define USENTRY_SENTRY_SIGNAL_SIGNAL_H_
+
+#include <signal.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+
+namespace usentry::sentry {
+
+inline constexpr int kNumSignals = 64;
+inline uint64_t SigBit(int sig) { return 1ull << (sig - 1); }
+// SIGKILL and SIGSTOP can be neither blocked, caught nor ignored.
+inline constexpr uint64_t kUnblockable = (1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1));
+
+// rt_sigaction's kernel struct (x86-64).
+struct KSigAction {
+  uint64_t handler = 0;  // SIG_DFL (0), SIG_IGN (1) or an app address
+  uint64_t flags = 0;
+  uint64_t restorer = 0;
+  uint64_t mask = 0;
+};
+static_assert(sizeof(KSigAction) == 32);
+
+struct SignalHandlers {
+  std::array<KSigAction, kNumSignals + 1> actions{};  // indexed by signal number
+};
+
+// Pending signals with their siginfo. Standard signals keep one instance, real-time
+// signals queue.
+class PendingSignals {
+ public:
+  uint64_t set() const { return set_; }
+  bool Has(int sig) const { return set_ & SigBit(sig); }
+  void Enqueue(const siginfo_t& info);
+  // Removes and returns the first instance of `sig` (must be pending).
+  siginfo_t Dequeue(int sig);
+  void Discard(int sig);
+
+ private:
+  uint64_t set_ = 0;
+  std::array<std::deque<siginfo_t>, kNumSignals + 1> queues_;
+};
+
+struct SignalState {
+  uint64_t mask = 0;
+  PendingSignals pending;
+  stack_t altstack{nullptr, SS_DISABLE, 0};
+  // sigsuspend/ppoll/pselect: mask to restore after the handler frame is set up.
+  bool has_saved_mask = false;
+  uint64_t saved_mask = 0;
+};
+
+enum class DefaultAction { kTerminate, kCore, kIgnore, kStop, kContinue };
+DefaultAction DefaultActionOf(int sig);
+
+}  // namespace usentry::sentry
+
+#endif  // USENTRY_SENTRY_SIGNAL_SIGNAL_H_
