@@ -124,6 +124,16 @@ class PathOnlyDescription : public FileDescription {
   SysStatus IterateDir(DirEmitter) override { return Errno{EBADF}; }
 };
 
+// mmap support shared by regular-file descriptions: the file's bytes are copied into the
+// mapping (no MAP_SHARED coherence yet). Checks EACCES for unreadable files, gives
+// MAP_SHARED mappings of files not opened for writing no PROT_WRITE in max_prot, and
+// refuses writable MAP_SHARED mappings with ENODEV (they could not write back).
+SysStatus ConfigureCopyMMap(FileDescription& file, mm::MMapOpts& opts, mm::FileFiller fill,
+                            std::shared_ptr<void> file_ref);
+
+// Absolute sandbox path of `p` from the real root (no task root at hand).
+std::string AbsolutePathOf(const Path& p);
+
 // Total length of an iovec array (EINVAL past SSIZE_MAX).
 SysResult<size_t> IovecsLength(absl::Span<const iovec> iovs);
 

@@ -1,0 +1,170 @@
+// FileDescription defaults, the generic directory description, iovec helpers.
+#include "sentry/vfs/file_description.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <climits>
+
+namespace usentry::sentry::vfs {
+
+FileDescription::FileDescription(Path path, int flags)
+    : path_(std::move(path)),
+      flags_(flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC)) {}
+
+FileDescription::~FileDescription() = default;
+
+SysStatus FileDescription::SetStatusFlags(int flags) {
+  flags_ = (flags_ & ~kSettableStatusFlags) | (flags & kSettableStatusFlags);
+  return SysOk();
+}
+
+SysResult<size_t> FileDescription::Read(Task*, absl::Span<const iovec>, int64_t) {
+  return Errno{EINVAL};
+}
+SysResult<size_t> FileDescription::Write(Task*, absl::Span<const iovec>, int64_t) {
+  return Errno{EINVAL};
+}
+SysResult<int64_t> FileDescription::Seek(int64_t, int) { return Errno{ESPIPE}; }
+SysStatus FileDescription::IterateDir(DirEmitter) { return Errno{ENOTDIR}; }
+
+SysResult<Attr> FileDescription::Stat() {
+  if (Inode* i = inode()) return i->Stat();
+  // Anonymous files: like Linux's anon_inode, owned by root, mode 0600.
+  Attr a;
+  a.mode = 0600;
+  a.ino = reinterpret_cast<uintptr_t>(this) >> 4;
+  a.dev = 0xd;
+  return a;
+}
+
+SysResult<uint64_t> FileDescription::Ioctl(Task&, uint64_t, uint64_t) { return Errno{ENOTTY}; }
+SysStatus FileDescription::Sync() { return SysOk(); }
+SysStatus FileDescription::Truncate(int64_t) { return Errno{EINVAL}; }
+
+EventMask FileDescription::Readiness(EventMask mask) {
+  EventMask ready = 0;
+  if (readable()) ready |= POLLIN | POLLRDNORM;
+  if (writable()) ready |= POLLOUT | POLLWRNORM;
+  return ready & mask;
+}
+
+SysStatus FileDescription::ConfigureMMap(mm::MMapOpts&) { return Errno{ENODEV}; }
+
+SysResult<size_t> IovecsLength(absl::Span<const iovec> iovs) {
+  size_t total = 0;
+  for (const iovec& v : iovs) {
+    if (v.iov_len > static_cast<size_t>(SSIZE_MAX) - total) return Errno{EINVAL};
+    total += v.iov_len;
+  }
+  return total;
+}
+
+// --- DirectoryDescription ---
+
+SysResult<size_t> DirectoryDescription::Read(Task*, absl::Span<const iovec>, int64_t) {
+  return Errno{EISDIR};
+}
+SysResult<size_t> DirectoryDescription::Write(Task*, absl::Span<const iovec>, int64_t) {
+  return Errno{EBADF};
+}
+
+SysResult<int64_t> DirectoryDescription::Seek(int64_t offset, int whence) {
+  int64_t target;
+  switch (whence) {
+    case SEEK_SET:
+      target = offset;
+      break;
+    case SEEK_CUR:
+      target = offset_ + offset;
+      break;
+    default:
+      return Errno{EINVAL};
+  }
+  if (target < 0) return Errno{EINVAL};
+  // rewinddir() must show entries created since the directory was opened.
+  if (target == 0) have_snapshot_ = false;
+  offset_ = target;
+  return offset_;
+}
+
+SysStatus DirectoryDescription::IterateDir(DirEmitter emit) {
+  Inode* dir = inode();
+  if (!dir) return Errno{ENOTDIR};
+  if (!have_snapshot_ || offset_ == 0) {
+    ASSIGN_OR_RETURN_ERRNO(snapshot_, dir->ReadDir());
+    have_snapshot_ = true;
+  }
+  ASSIGN_OR_RETURN_ERRNO(Attr self, dir->Stat());
+  while (true) {
+    DirEntry e;
+    if (offset_ == 0) {
+      e = {".", self.ino, DT_DIR};
+    } else if (offset_ == 1) {
+      uint64_t pino = self.ino;
+      const auto& parent = path_.dentry ? path_.dentry->parent() : nullptr;
+      if (parent) {
+        auto pa = parent->inode()->Stat();
+        if (pa.ok()) pino = pa->ino;
+      }
+      e = {"..", pino, DT_DIR};
+    } else if (static_cast<size_t>(offset_ - 2) < snapshot_.size()) {
+      e = snapshot_[offset_ - 2];
+    } else {
+      return SysOk();
+    }
+    if (!emit(e, offset_ + 1)) return SysOk();
+    ++offset_;
+  }
+}
+
+}  // namespace usentry::sentry::vfs
+
+namespace usentry::sentry::vfs {
+
+SysStatus ConfigureCopyMMap(FileDescription& file, mm::MMapOpts& opts, mm::FileFiller fill,
+                            std::shared_ptr<void> file_ref) {
+  if (!file.readable()) return Errno{EACCES};
+  bool shared = opts.flags & MAP_SHARED;
+  if (shared) {
+    if (opts.prot & PROT_WRITE) {
+      if (!file.writable()) return Errno{EACCES};
+      // Writable shared file mappings would need write-back/coherence: not supported.
+      return Errno{ENODEV};
+    }
+    opts.max_prot = PROT_READ | PROT_EXEC;
+  } else {
+    opts.max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+  }
+  ASSIGN_OR_RETURN_ERRNO(Attr a, file.Stat());
+  opts.dev = a.dev;
+  opts.ino = a.ino;
+  opts.name = AbsolutePathOf(file.path());
+  opts.fill = std::move(fill);
+  opts.file_ref = std::move(file_ref);
+  return SysOk();
+}
+
+std::string AbsolutePathOf(const Path& p) {
+  if (!p.valid()) return "";
+  std::vector<const std::string*> parts;
+  Path cur = p;
+  while (true) {
+    if (cur.dentry == cur.mount->root()) {
+      if (!cur.mount->parent()) break;
+      cur = Path{cur.mount->parent(), cur.mount->mountpoint()};
+      continue;
+    }
+    if (!cur.dentry->parent()) break;
+    parts.push_back(&cur.dentry->name());
+    cur.dentry = cur.dentry->parent();
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += "/" + **it;
+  if (out.empty()) out = "/";
+  if (p.dentry->dead()) out += " (deleted)";
+  return out;
+}
+
+}  // namespace usentry::sentry::vfs
