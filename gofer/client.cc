@@ -1,0 +1,203 @@
+// gofer::Client: encodes each call as one request, waits for its response (see client.h).
+#include "gofer/client.h"
+
+#include <cerrno>
+
+#include "gofer/protocol.h"
+
+namespace usentry::gofer {
+namespace {
+
+struct Reply {
+  Response resp;
+  UniqueFd fd;
+};
+
+}  // namespace
+
+Client::Client(UniqueFd sock) : sock_(std::move(sock)) {}
+Client::~Client() = default;
+
+// Sends req and returns the decoded response, or the errno it carries. Any transport or
+// protocol failure closes the socket: after a lost or mismatched message the request/
+// response pairing can no longer be trusted, so every later call fails with EIO too.
+static SysResult<Reply> Call(UniqueFd& sock, uint64_t& next_tag, Request& req) {
+  if (!sock.valid()) return Errno{EIO};
+  req.tag = next_tag++;
+  std::string bytes = EncodeRequest(req);
+  if (bytes.size() > kMaxMessageSize) return Errno{ENAMETOOLONG};
+  if (!SendMessage(sock.get(), bytes).ok()) {
+    sock.reset();
+    return Errno{EIO};
+  }
+  SysResult<Message> msg = RecvMessage(sock.get());
+  if (!msg.ok() || msg->bytes.empty()) {
+    sock.reset();
+    return Errno{EIO};
+  }
+  SysResult<Response> resp = DecodeResponse(msg->bytes);
+  if (!resp.ok() || resp->tag != req.tag || resp->op != req.op) {
+    sock.reset();
+    return Errno{EIO};
+  }
+  if (resp->err != 0) return Errno{resp->err};
+  // An FD must come exactly when the response says so; anything else is a broken peer.
+  if (resp->has_fd != msg->fd.valid()) {
+    sock.reset();
+    return Errno{EIO};
+  }
+  return Reply{std::move(resp).value(), std::move(msg->fd)};
+}
+
+SysResult<std::pair<Node, bool>> Client::Attach(std::string_view tree) {
+  Request req;
+  req.op = Op::kAttach;
+  req.name = std::string(tree);
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return std::make_pair(r.resp.node, r.resp.read_only);
+}
+
+SysResult<Node> Client::Walk(Handle dir, std::string_view name) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  Request req;
+  req.op = Op::kWalk;
+  req.handle = dir;
+  req.name = std::string(name);
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return r.resp.node;
+}
+
+SysResult<UniqueFd> Client::Open(Handle node, int flags) {
+  Request req;
+  req.op = Op::kOpen;
+  req.handle = node;
+  req.flags = static_cast<uint32_t>(flags);
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return std::move(r.fd);
+}
+
+SysResult<std::pair<Node, UniqueFd>> Client::Create(Handle dir, std::string_view name, int flags,
+                                                    uint32_t mode) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  Request req;
+  req.op = Op::kCreate;
+  req.handle = dir;
+  req.name = std::string(name);
+  req.flags = static_cast<uint32_t>(flags);
+  req.mode = mode;
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  if (!r.fd.valid()) return Errno{EIO};  // a created file is always regular
+  return std::make_pair(r.resp.node, std::move(r.fd));
+}
+
+SysResult<Node> Client::Mkdir(Handle dir, std::string_view name, uint32_t mode) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  Request req;
+  req.op = Op::kMkdir;
+  req.handle = dir;
+  req.name = std::string(name);
+  req.mode = mode;
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return r.resp.node;
+}
+
+SysResult<Node> Client::Symlink(Handle dir, std::string_view name, std::string_view target) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  RETURN_IF_ERRNO(ValidateSymlinkTarget(target));
+  Request req;
+  req.op = Op::kSymlink;
+  req.handle = dir;
+  req.name = std::string(name);
+  req.name2 = std::string(target);
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return r.resp.node;
+}
+
+SysResult<Node> Client::Link(Handle dir, std::string_view name, Handle target) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  Request req;
+  req.op = Op::kLink;
+  req.handle = dir;
+  req.name = std::string(name);
+  req.handle2 = target;
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return r.resp.node;
+}
+
+SysStatus Client::Unlink(Handle dir, std::string_view name, int flags) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  Request req;
+  req.op = Op::kUnlink;
+  req.handle = dir;
+  req.name = std::string(name);
+  req.flags = static_cast<uint32_t>(flags);
+  RETURN_IF_ERRNO(Call(sock_, next_tag_, req));
+  return SysOk();
+}
+
+SysStatus Client::Rename(Handle old_dir, std::string_view old_name, Handle new_dir,
+                         std::string_view new_name, uint32_t flags) {
+  RETURN_IF_ERRNO(ValidateName(old_name));
+  RETURN_IF_ERRNO(ValidateName(new_name));
+  Request req;
+  req.op = Op::kRename;
+  req.handle = old_dir;
+  req.name = std::string(old_name);
+  req.handle2 = new_dir;
+  req.name2 = std::string(new_name);
+  req.flags = flags;
+  RETURN_IF_ERRNO(Call(sock_, next_tag_, req));
+  return SysOk();
+}
+
+SysResult<std::string> Client::Readlink(Handle node) {
+  Request req;
+  req.op = Op::kReadlink;
+  req.handle = node;
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return std::move(r.resp.text);
+}
+
+SysResult<Attr> Client::Stat(Handle node) {
+  Request req;
+  req.op = Op::kStat;
+  req.handle = node;
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return r.resp.node.attr;
+}
+
+SysStatus Client::SetAttr(Handle node, const SetAttrRequest& sa) {
+  Request req;
+  req.op = Op::kSetAttr;
+  req.handle = node;
+  req.setattr = sa;
+  RETURN_IF_ERRNO(Call(sock_, next_tag_, req));
+  return SysOk();
+}
+
+SysResult<std::vector<DirEntry>> Client::ReadDir(Handle dir) {
+  std::vector<DirEntry> all;
+  Request req;
+  req.op = Op::kReadDir;
+  req.handle = dir;
+  req.cursor = 0;
+  // The server pages large directories; a bound on pages keeps a misbehaving server
+  // from looping us forever.
+  for (int page = 0; page < (1 << 20); ++page) {
+    ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+    for (DirEntry& e : r.resp.entries) all.push_back(std::move(e));
+    if (r.resp.eof) return all;
+    if (r.resp.entries.empty() && r.resp.next_cursor == req.cursor) return Errno{EIO};
+    req.cursor = r.resp.next_cursor;
+  }
+  return Errno{EIO};
+}
+
+void Client::Close(Handle node) {
+  Request req;
+  req.op = Op::kClose;
+  req.handle = node;
+  (void)Call(sock_, next_tag_, req);
+}
+
+}  // namespace usentry::gofer

@@ -1,0 +1,103 @@
+// FileServer: the gofer server's state (trees, handle table) and one method per request.
+// Internal to gofer/: Serve() owns one and feeds it decoded requests. Single-threaded.
+#ifndef USENTRY_GOFER_FILE_SERVER_H_
+#define USENTRY_GOFER_FILE_SERVER_H_
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/sys_result.h"
+#include "base/unique_fd.h"
+#include "gofer/client.h"
+#include "gofer/mask.h"
+#include "gofer/protocol.h"
+#include "gofer/server.h"
+
+namespace usentry::gofer {
+
+// Live handles are bounded so a hostile sentry cannot grow the gofer without limit (the
+// FD rlimit usually bites first).
+inline constexpr size_t kMaxHandles = size_t{1} << 20;
+
+// O_TMPFILE is this bit plus O_DIRECTORY (glibc's __O_TMPFILE includes O_DIRECTORY too), so
+// refusing O_TMPFILE means testing this bit alone, not O_DIRECTORY.
+inline constexpr int kOTmpfileOnlyBit = 020000000;
+
+class FileServer {
+ public:
+  // Opens every tree root and resolves its masks.
+  static absl::StatusOr<std::unique_ptr<FileServer>> Create(const GoferConfig& config);
+
+  // Executes req. On success fills resp's payload and, for Open/Create, *donate with the
+  // FD to send; on failure sets resp.err. resp.tag/op are set by the caller.
+  void Handle(const Request& req, Response& resp, UniqueFd& donate);
+
+  size_t live_handles() const { return handles_.size(); }
+
+ private:
+  struct Tree {
+    TreeConfig config;
+    UniqueFd root;  // O_PATH|O_DIRECTORY
+    MaskSet masks;
+  };
+  struct Entry {
+    UniqueFd fd;      // O_PATH|O_NOFOLLOW, owned
+    size_t tree = 0;  // index in trees_
+    std::string rel;  // path relative to the tree root, "" for the root
+    mode_t type = 0;  // S_IFMT of the inode (fixed for the FD's lifetime)
+  };
+
+  FileServer() = default;
+
+  SysResult<Entry*> Get(uint64_t handle);
+  const Tree& TreeOf(const Entry& e) const { return trees_[e.tree]; }
+  // Registers fd (an O_PATH FD of the new node) and returns its Node.
+  SysResult<Node> AddHandle(UniqueFd fd, size_t tree, std::string rel);
+  // ENOENT-worthy: outside the root allowlist or matching a mask path.
+  bool HiddenName(const Entry& dir, const std::string& name) const;
+  bool HiddenInode(const Entry& dir, uint64_t dev, uint64_t ino) const;
+  // For create-like ops: EACCES if the name is hidden (present or not) so that creating
+  // over a masked file neither succeeds nor reveals it.
+  SysStatus CheckCreatable(const Entry& dir, const std::string& name) const;
+  // For ops on an existing name: ENOENT if hidden by name or by inode.
+  SysStatus CheckVisible(const Entry& dir, const std::string& name) const;
+  SysResult<Node> WalkCreated(Entry& dir, const std::string& name);
+  void RenameHandles(size_t tree, const std::string& from, const std::string& to);
+
+  // Node ops (file_server_nodes.cc).
+  SysResult<Node> Attach(const std::string& tree, bool& read_only);
+  SysResult<Node> Walk(uint64_t dir, const std::string& name);
+  SysResult<UniqueFd> Open(uint64_t node, uint32_t flags);
+  SysResult<std::string> Readlink(uint64_t node);
+  SysResult<Attr> Stat(uint64_t node);
+  SysStatus SetAttr(uint64_t node, const SetAttrRequest& req);
+  SysStatus ReadDir(uint64_t dir, uint64_t cursor, Response& resp);
+  SysStatus Close(uint64_t node);
+
+  // Mutations (file_server_mutations.cc).
+  SysResult<Node> CreateFile(uint64_t dir, const std::string& name, uint32_t flags, uint32_t mode,
+                             UniqueFd& fd_out);
+  SysResult<Node> Mkdir(uint64_t dir, const std::string& name, uint32_t mode);
+  SysResult<Node> Symlink(uint64_t dir, const std::string& name, const std::string& target);
+  SysResult<Node> Link(uint64_t dir, const std::string& name, uint64_t target);
+  SysStatus Unlink(uint64_t dir, const std::string& name, uint32_t flags);
+  SysStatus Rename(uint64_t old_dir, const std::string& old_name, uint64_t new_dir,
+                   const std::string& new_name, uint32_t flags);
+
+  std::vector<Tree> trees_;
+  std::unordered_map<uint64_t, Entry> handles_;
+  uint64_t next_handle_ = 1;
+};
+
+// struct stat -> wire Attr.
+Attr ToAttr(const struct stat& st);
+
+}  // namespace usentry::gofer
+
+#endif  // USENTRY_GOFER_FILE_SERVER_H_

@@ -1,0 +1,495 @@
+// Encoding, decoding and transport of gofer protocol messages (see protocol.h).
+#include "gofer/protocol.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace usentry::gofer {
+namespace {
+
+// Appends fixed-width little-endian fields. x86-64 is little-endian, but encoding byte by
+// byte keeps the format independent of the host and of struct layout.
+class Encoder {
+ public:
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void U32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  void U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
+  void Str(std::string_view s) {
+    U32(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void Time(const timespec& ts) {
+    I64(ts.tv_sec);
+    I64(ts.tv_nsec);
+  }
+  void AttrFields(const Attr& a) {
+    U64(a.dev);
+    U64(a.ino);
+    U32(a.mode);
+    U64(a.nlink);
+    U32(a.uid);
+    U32(a.gid);
+    U64(a.rdev);
+    I64(a.size);
+    I64(a.blocks);
+    U32(a.blksize);
+    Time(a.atime);
+    Time(a.mtime);
+    Time(a.ctime);
+  }
+  void NodeFields(const Node& n) {
+    U64(n.handle);
+    AttrFields(n.attr);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Reads fields with a bounds check on every access. After the first failure every read
+// returns zero and ok() stays false, so callers check once at the end.
+class Decoder {
+ public:
+  explicit Decoder(std::string_view in) : in_(in) {}
+  bool ok() const { return ok_; }
+  bool AtEnd() const { return pos_ == in_.size(); }
+  size_t Remaining() const { return in_.size() - pos_; }
+
+  uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
+  uint32_t U32() { return static_cast<uint32_t>(Fixed(4)); }
+  uint64_t U64() { return Fixed(8); }
+  int64_t I64() { return static_cast<int64_t>(Fixed(8)); }
+  bool Bool() {
+    uint8_t v = U8();
+    if (v > 1) ok_ = false;
+    return v == 1;
+  }
+  std::string Str() {
+    uint32_t len = U32();
+    // Compare against what is left rather than computing pos_+len, which a hostile
+    // length could overflow.
+    if (!ok_ || len > Remaining()) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(in_.substr(pos_, len));
+    pos_ += len;
+    return s;
+  }
+  timespec Time() {
+    timespec ts{};
+    ts.tv_sec = I64();
+    ts.tv_nsec = I64();
+    return ts;
+  }
+  Attr AttrFields() {
+    Attr a;
+    a.dev = U64();
+    a.ino = U64();
+    a.mode = U32();
+    a.nlink = U64();
+    a.uid = U32();
+    a.gid = U32();
+    a.rdev = U64();
+    a.size = I64();
+    a.blocks = I64();
+    a.blksize = U32();
+    a.atime = Time();
+    a.mtime = Time();
+    a.ctime = Time();
+    return a;
+  }
+  Node NodeFields() {
+    Node n;
+    n.handle = U64();
+    n.attr = AttrFields();
+    return n;
+  }
+
+ private:
+  uint64_t Fixed(size_t n) {
+    if (!ok_ || n > Remaining()) {
+      ok_ = false;
+      return 0;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) {
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_ + i])) << (8 * i);
+    }
+    pos_ += n;
+    return v;
+  }
+
+  std::string_view in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+bool ValidOp(uint32_t op) { return op >= 1 && op <= kMaxOp; }
+
+}  // namespace
+
+std::string EncodeRequest(const Request& req) {
+  Encoder e;
+  e.U64(req.tag);
+  e.U32(static_cast<uint32_t>(req.op));
+  switch (req.op) {
+    case Op::kAttach:
+      e.Str(req.name);
+      break;
+    case Op::kWalk:
+      e.U64(req.handle);
+      e.Str(req.name);
+      break;
+    case Op::kOpen:
+      e.U64(req.handle);
+      e.U32(req.flags);
+      break;
+    case Op::kCreate:
+      e.U64(req.handle);
+      e.Str(req.name);
+      e.U32(req.flags);
+      e.U32(req.mode);
+      break;
+    case Op::kMkdir:
+      e.U64(req.handle);
+      e.Str(req.name);
+      e.U32(req.mode);
+      break;
+    case Op::kSymlink:
+      e.U64(req.handle);
+      e.Str(req.name);
+      e.Str(req.name2);
+      break;
+    case Op::kLink:
+      e.U64(req.handle);
+      e.Str(req.name);
+      e.U64(req.handle2);
+      break;
+    case Op::kUnlink:
+      e.U64(req.handle);
+      e.Str(req.name);
+      e.U32(req.flags);
+      break;
+    case Op::kRename:
+      e.U64(req.handle);
+      e.Str(req.name);
+      e.U64(req.handle2);
+      e.Str(req.name2);
+      e.U32(req.flags);
+      break;
+    case Op::kReadlink:
+    case Op::kStat:
+    case Op::kClose:
+      e.U64(req.handle);
+      break;
+    case Op::kSetAttr:
+      e.U64(req.handle);
+      e.U32(req.setattr.mask);
+      e.U32(req.setattr.mode);
+      e.U32(req.setattr.uid);
+      e.U32(req.setattr.gid);
+      e.I64(req.setattr.size);
+      e.Time(req.setattr.atime);
+      e.Time(req.setattr.mtime);
+      break;
+    case Op::kReadDir:
+      e.U64(req.handle);
+      e.U64(req.cursor);
+      break;
+    case Op::kInvalid:
+      break;
+  }
+  return e.Take();
+}
+
+SysResult<std::pair<uint64_t, Op>> DecodeRequestHeader(std::string_view bytes) {
+  Decoder d(bytes);
+  uint64_t tag = d.U64();
+  uint32_t op = d.U32();
+  if (!d.ok()) return Errno{EBADMSG};
+  return std::make_pair(tag, ValidOp(op) ? static_cast<Op>(op) : Op::kInvalid);
+}
+
+SysResult<Request> DecodeRequest(std::string_view bytes) {
+  Decoder d(bytes);
+  Request req;
+  req.tag = d.U64();
+  uint32_t op = d.U32();
+  if (!d.ok() || !ValidOp(op)) return Errno{EBADMSG};
+  req.op = static_cast<Op>(op);
+  switch (req.op) {
+    case Op::kAttach:
+      req.name = d.Str();
+      break;
+    case Op::kWalk:
+      req.handle = d.U64();
+      req.name = d.Str();
+      break;
+    case Op::kOpen:
+      req.handle = d.U64();
+      req.flags = d.U32();
+      break;
+    case Op::kCreate:
+      req.handle = d.U64();
+      req.name = d.Str();
+      req.flags = d.U32();
+      req.mode = d.U32();
+      break;
+    case Op::kMkdir:
+      req.handle = d.U64();
+      req.name = d.Str();
+      req.mode = d.U32();
+      break;
+    case Op::kSymlink:
+      req.handle = d.U64();
+      req.name = d.Str();
+      req.name2 = d.Str();
+      break;
+    case Op::kLink:
+      req.handle = d.U64();
+      req.name = d.Str();
+      req.handle2 = d.U64();
+      break;
+    case Op::kUnlink:
+      req.handle = d.U64();
+      req.name = d.Str();
+      req.flags = d.U32();
+      break;
+    case Op::kRename:
+      req.handle = d.U64();
+      req.name = d.Str();
+      req.handle2 = d.U64();
+      req.name2 = d.Str();
+      req.flags = d.U32();
+      break;
+    case Op::kReadlink:
+    case Op::kStat:
+    case Op::kClose:
+      req.handle = d.U64();
+      break;
+    case Op::kSetAttr:
+      req.handle = d.U64();
+      req.setattr.mask = d.U32();
+      req.setattr.mode = d.U32();
+      req.setattr.uid = d.U32();
+      req.setattr.gid = d.U32();
+      req.setattr.size = d.I64();
+      req.setattr.atime = d.Time();
+      req.setattr.mtime = d.Time();
+      break;
+    case Op::kReadDir:
+      req.handle = d.U64();
+      req.cursor = d.U64();
+      break;
+    case Op::kInvalid:
+      return Errno{EBADMSG};
+  }
+  if (!d.ok() || !d.AtEnd()) return Errno{EBADMSG};
+  return req;
+}
+
+std::string EncodeResponse(const Response& resp) {
+  Encoder e;
+  e.U64(resp.tag);
+  e.U32(static_cast<uint32_t>(resp.op));
+  e.U32(static_cast<uint32_t>(resp.err));
+  if (resp.err != 0) return e.Take();
+  switch (resp.op) {
+    case Op::kAttach:
+      e.NodeFields(resp.node);
+      e.U8(resp.read_only);
+      break;
+    case Op::kWalk:
+    case Op::kMkdir:
+    case Op::kSymlink:
+    case Op::kLink:
+      e.NodeFields(resp.node);
+      break;
+    case Op::kOpen:
+      e.U8(resp.has_fd);
+      break;
+    case Op::kCreate:
+      e.NodeFields(resp.node);
+      e.U8(resp.has_fd);
+      break;
+    case Op::kReadlink:
+      e.Str(resp.text);
+      break;
+    case Op::kStat:
+      e.AttrFields(resp.node.attr);
+      break;
+    case Op::kReadDir:
+      e.U8(resp.eof);
+      e.U64(resp.next_cursor);
+      e.U32(static_cast<uint32_t>(resp.entries.size()));
+      for (const DirEntry& de : resp.entries) {
+        e.U64(de.ino);
+        e.U8(de.type);
+        e.Str(de.name);
+      }
+      break;
+    case Op::kUnlink:
+    case Op::kRename:
+    case Op::kSetAttr:
+    case Op::kClose:
+    case Op::kInvalid:
+      break;
+  }
+  return e.Take();
+}
+
+SysResult<Response> DecodeResponse(std::string_view bytes) {
+  Decoder d(bytes);
+  Response resp;
+  resp.tag = d.U64();
+  uint32_t op = d.U32();
+  resp.err = static_cast<int32_t>(d.U32());
+  // A response to an undecodable request may carry Op::kInvalid, but only as an error.
+  if (!d.ok() || op > kMaxOp || resp.err < 0 || resp.err >= 4096) return Errno{EBADMSG};
+  resp.op = static_cast<Op>(op);
+  if (resp.err != 0) {
+    if (!d.AtEnd()) return Errno{EBADMSG};
+    return resp;
+  }
+  switch (resp.op) {
+    case Op::kAttach:
+      resp.node = d.NodeFields();
+      resp.read_only = d.Bool();
+      break;
+    case Op::kWalk:
+    case Op::kMkdir:
+    case Op::kSymlink:
+    case Op::kLink:
+      resp.node = d.NodeFields();
+      break;
+    case Op::kOpen:
+      resp.has_fd = d.Bool();
+      break;
+    case Op::kCreate:
+      resp.node = d.NodeFields();
+      resp.has_fd = d.Bool();
+      break;
+    case Op::kReadlink:
+      resp.text = d.Str();
+      break;
+    case Op::kStat:
+      resp.node.attr = d.AttrFields();
+      break;
+    case Op::kReadDir: {
+      resp.eof = d.Bool();
+      resp.next_cursor = d.U64();
+      uint32_t count = d.U32();
+      // Each entry takes at least 13 bytes: refuse a count the message cannot hold
+      // before reserving memory for it.
+      if (!d.ok() || count > d.Remaining() / 13) return Errno{EBADMSG};
+      resp.entries.reserve(count);
+      for (uint32_t i = 0; i < count && d.ok(); ++i) {
+        DirEntry de;
+        de.ino = d.U64();
+        de.type = d.U8();
+        de.name = d.Str();
+        resp.entries.push_back(std::move(de));
+      }
+      break;
+    }
+    case Op::kUnlink:
+    case Op::kRename:
+    case Op::kSetAttr:
+    case Op::kClose:
+      break;
+    case Op::kInvalid:
+      return Errno{EBADMSG};
+  }
+  if (!d.ok() || !d.AtEnd()) return Errno{EBADMSG};
+  return resp;
+}
+
+SysStatus ValidateName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return Errno{EINVAL};
+  if (name.size() > kMaxNameLen) return Errno{ENAMETOOLONG};
+  if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos) {
+    return Errno{EINVAL};
+  }
+  return SysOk();
+}
+
+SysStatus ValidateSymlinkTarget(std::string_view target) {
+  if (target.empty()) return Errno{ENOENT};
+  if (target.size() > kMaxSymlinkTargetLen) return Errno{ENAMETOOLONG};
+  if (target.find('\0') != std::string_view::npos) return Errno{EINVAL};
+  return SysOk();
+}
+
+SysStatus SendMessage(int sock, std::string_view bytes, int fd) {
+  if (bytes.size() > kMaxMessageSize) return Errno{EMSGSIZE};
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+  }
+  while (true) {
+    // MSG_NOSIGNAL: a closed peer must be an EPIPE result, not a SIGPIPE for the process.
+    ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n >= 0) return SysOk();
+    if (errno != EINTR) return Errno{errno};
+  }
+}
+
+SysResult<Message> RecvMessage(int sock) {
+  Message m;
+  // One byte more than the limit so an oversized message shows up as MSG_TRUNC.
+  m.bytes.resize(kMaxMessageSize + 1);
+  iovec iov{m.bytes.data(), m.bytes.size()};
+  // Room for a few FDs so a peer sending more than one cannot leak them into us
+  // unnoticed: whatever arrives is owned and closed here.
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Errno{errno};
+
+  std::vector<UniqueFd> fds;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+      fds.emplace_back(fd);
+    }
+  }
+  if ((msg.msg_flags & MSG_TRUNC) || static_cast<size_t>(n) > kMaxMessageSize) {
+    return Errno{EMSGSIZE};
+  }
+  if ((msg.msg_flags & MSG_CTRUNC) || fds.size() > 1) return Errno{EBADMSG};
+  m.bytes.resize(static_cast<size_t>(n));
+  if (!fds.empty()) m.fd = std::move(fds[0]);
+  return m;
+}
+
+}  // namespace usentry::gofer

@@ -1,0 +1,135 @@
+// Wire protocol between gofer::Client (sentry) and the gofer server: message types, their
+// fixed little-endian binary encoding with bounds-checked decoding, name validation, and
+// SOCK_SEQPACKET transport that carries at most one host FD per message (SCM_RIGHTS).
+//
+// Layout (all integers little-endian, strings are u32 length + bytes, no NUL):
+//   request  = u64 tag | u32 op | payload(op)
+//   response = u64 tag | u32 op | i32 errno | payload(op) only when errno == 0
+// The server never trusts a request: every length is checked against the bytes that
+// remain, handles are looked up in its table, names are validated with ValidateName().
+#ifndef USENTRY_GOFER_PROTOCOL_H_
+#define USENTRY_GOFER_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/sys_result.h"
+#include "base/unique_fd.h"
+#include "gofer/client.h"
+
+namespace usentry::gofer {
+
+// Largest message either side sends or accepts. ReadDir pages its results to fit.
+inline constexpr size_t kMaxMessageSize = 64 * 1024;
+// Longest single path component and symlink target accepted (Linux NAME_MAX, PATH_MAX-1).
+inline constexpr size_t kMaxNameLen = 255;
+inline constexpr size_t kMaxSymlinkTargetLen = 4095;
+
+enum class Op : uint32_t {
+  kInvalid = 0,
+  kAttach = 1,
+  kWalk = 2,
+  kOpen = 3,
+  kCreate = 4,
+  kMkdir = 5,
+  kSymlink = 6,
+  kLink = 7,
+  kUnlink = 8,
+  kRename = 9,
+  kReadlink = 10,
+  kStat = 11,
+  kSetAttr = 12,
+  kReadDir = 13,
+  kClose = 14,
+};
+inline constexpr uint32_t kMaxOp = 14;
+
+// One request. Which fields are on the wire depends on op:
+//   Attach   name(tree)
+//   Walk     handle(dir) name
+//   Open     handle flags
+//   Create   handle(dir) name flags mode
+//   Mkdir    handle(dir) name mode
+//   Symlink  handle(dir) name name2(target)
+//   Link     handle(dir) name handle2(target)
+//   Unlink   handle(dir) name flags
+//   Rename   handle(old dir) name(old) handle2(new dir) name2(new) flags
+//   Readlink/Stat/Close  handle
+//   SetAttr  handle setattr{mask mode uid gid size atime mtime}
+//   ReadDir  handle(dir) cursor
+struct Request {
+  uint64_t tag = 0;
+  Op op = Op::kInvalid;
+  Handle handle = 0;
+  Handle handle2 = 0;
+  std::string name;
+  std::string name2;
+  uint32_t flags = 0;
+  uint32_t mode = 0;
+  uint64_t cursor = 0;
+  SetAttrRequest setattr;
+};
+
+// One response. When err != 0 nothing else is on the wire. Otherwise, by op:
+//   Attach   node read_only            Walk/Mkdir/Symlink/Link  node
+//   Open     has_fd                    Create                   node has_fd
+//   Readlink text                      Stat                     node.attr
+//   ReadDir  eof next_cursor u32 count {u64 ino, u8 type, name}*count
+//   Unlink/Rename/SetAttr/Close  (empty)
+struct Response {
+  uint64_t tag = 0;
+  Op op = Op::kInvalid;
+  int32_t err = 0;
+  Node node;
+  bool read_only = false;
+  // Open/Create: whether a host FD travels with this message. Directories are opened
+  // without donating an FD (see client.h).
+  bool has_fd = false;
+  std::string text;
+  std::vector<DirEntry> entries;
+  bool eof = true;
+  uint64_t next_cursor = 0;
+};
+
+// Encoded sizes used by the server to page ReadDir results.
+inline constexpr size_t kResponseHeaderSize = 8 + 4 + 4;
+inline constexpr size_t kReadDirFixedSize = 1 + 8 + 4;
+inline size_t EncodedDirEntrySize(const DirEntry& e) { return 8 + 1 + 4 + e.name.size(); }
+
+std::string EncodeRequest(const Request& req);
+// EBADMSG if the bytes are not exactly one well-formed request (unknown op, truncated,
+// a length past the end, trailing bytes). Does not validate names: see ValidateName.
+SysResult<Request> DecodeRequest(std::string_view bytes);
+// Reads just tag and op so a server can answer a request it failed to decode.
+// EBADMSG if shorter than the header.
+SysResult<std::pair<uint64_t, Op>> DecodeRequestHeader(std::string_view bytes);
+
+std::string EncodeResponse(const Response& resp);
+// EBADMSG on a malformed response (the client reports it as EIO).
+SysResult<Response> DecodeResponse(std::string_view bytes);
+
+// A single path component: EINVAL if empty, ".", "..", or containing '/' or NUL;
+// ENAMETOOLONG if longer than kMaxNameLen.
+SysStatus ValidateName(std::string_view name);
+// A symlink target: ENOENT if empty (as symlink(2)), EINVAL if it contains NUL,
+// ENAMETOOLONG if longer than kMaxSymlinkTargetLen.
+SysStatus ValidateSymlinkTarget(std::string_view target);
+
+// Sends one message, with `fd` attached by SCM_RIGHTS when fd >= 0 (the caller keeps
+// ownership of fd). Returns the send errno; EMSGSIZE if bytes exceed kMaxMessageSize.
+SysStatus SendMessage(int sock, std::string_view bytes, int fd = -1);
+
+struct Message {
+  std::string bytes;  // empty: the peer closed the socket
+  UniqueFd fd;        // the donated FD, if one came with the message
+};
+// Receives one message (at most one FD; extra FDs are closed and reported as EBADMSG).
+// A message longer than kMaxMessageSize is EMSGSIZE. Retries on EINTR.
+SysResult<Message> RecvMessage(int sock);
+
+}  // namespace usentry::gofer
+
+#endif  // USENTRY_GOFER_PROTOCOL_H_

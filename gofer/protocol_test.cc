@@ -1,0 +1,288 @@
+// Tests of the gofer wire encoding: round trips, hostile decoding, names, FD transport.
+#include "gofer/protocol.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace usentry::gofer {
+namespace {
+
+Request FullRequest(Op op) {
+  Request r;
+  r.tag = 0x0102030405060708ull;
+  r.op = op;
+  r.handle = 42;
+  r.handle2 = 43;
+  r.name = "name";
+  r.name2 = "other";
+  r.flags = 0x80000001u;
+  r.mode = 0644;
+  r.cursor = 99;
+  r.setattr.mask = kSetMode | kSetSize | kSetAtime;
+  r.setattr.mode = 0600;
+  r.setattr.uid = 1;
+  r.setattr.gid = 2;
+  r.setattr.size = -5;
+  r.setattr.atime = {7, 8};
+  r.setattr.mtime = {9, UTIME_OMIT};
+  return r;
+}
+
+TEST(ProtocolTest, EveryRequestRoundTrips) {
+  for (uint32_t op = 1; op <= kMaxOp; ++op) {
+    Request in = FullRequest(static_cast<Op>(op));
+    SysResult<Request> out = DecodeRequest(EncodeRequest(in));
+    ASSERT_TRUE(out.ok()) << "op " << op;
+    EXPECT_EQ(out->tag, in.tag);
+    EXPECT_EQ(out->op, in.op);
+    // Re-encoding what was decoded gives the same bytes: no field is lost or invented.
+    EXPECT_EQ(EncodeRequest(*out), EncodeRequest(in)) << "op " << op;
+  }
+}
+
+TEST(ProtocolTest, RenameAndSetAttrFieldsSurvive) {
+  Request in = FullRequest(Op::kRename);
+  SysResult<Request> out = DecodeRequest(EncodeRequest(in));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->handle, 42u);
+  EXPECT_EQ(out->handle2, 43u);
+  EXPECT_EQ(out->name, "name");
+  EXPECT_EQ(out->name2, "other");
+  EXPECT_EQ(out->flags, 0x80000001u);
+
+  in = FullRequest(Op::kSetAttr);
+  out = DecodeRequest(EncodeRequest(in));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->setattr.mask, in.setattr.mask);
+  EXPECT_EQ(out->setattr.size, -5);
+  EXPECT_EQ(out->setattr.atime.tv_nsec, 8);
+  EXPECT_EQ(out->setattr.mtime.tv_nsec, UTIME_OMIT);
+}
+
+TEST(ProtocolTest, LittleEndianHeader) {
+  Request r;
+  r.tag = 1;
+  r.op = Op::kStat;
+  r.handle = 0x0201;
+  std::string b = EncodeRequest(r);
+  ASSERT_EQ(b.size(), 8u + 4u + 8u);
+  EXPECT_EQ(b[0], 1);
+  EXPECT_EQ(b[8], static_cast<char>(Op::kStat));
+  EXPECT_EQ(b[12], 1);
+  EXPECT_EQ(b[13], 2);
+}
+
+TEST(ProtocolTest, ResponsesRoundTrip) {
+  Response in;
+  in.tag = 7;
+  in.op = Op::kReadDir;
+  in.eof = false;
+  in.next_cursor = 1234;
+  in.entries = {{"a", 1, 4}, {"bb", 2, 8}, {std::string(255, 'x'), 3, 10}};
+  SysResult<Response> out = DecodeResponse(EncodeResponse(in));
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->eof);
+  EXPECT_EQ(out->next_cursor, 1234u);
+  ASSERT_EQ(out->entries.size(), 3u);
+  EXPECT_EQ(out->entries[1].name, "bb");
+  EXPECT_EQ(out->entries[2].name.size(), 255u);
+  EXPECT_EQ(out->entries[2].type, 10);
+
+  Response attach;
+  attach.tag = 8;
+  attach.op = Op::kAttach;
+  attach.node.handle = 5;
+  attach.node.attr.mode = S_IFDIR | 0755;
+  attach.node.attr.size = -1;
+  attach.node.attr.mtime = {100, 200};
+  attach.read_only = true;
+  SysResult<Response> a = DecodeResponse(EncodeResponse(attach));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->node.handle, 5u);
+  EXPECT_EQ(a->node.attr.mode, static_cast<uint32_t>(S_IFDIR | 0755));
+  EXPECT_EQ(a->node.attr.size, -1);
+  EXPECT_EQ(a->node.attr.mtime.tv_nsec, 200);
+  EXPECT_TRUE(a->read_only);
+
+  Response err;
+  err.tag = 9;
+  err.op = Op::kWalk;
+  err.err = ENOENT;
+  SysResult<Response> e = DecodeResponse(EncodeResponse(err));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->err, ENOENT);
+}
+
+TEST(ProtocolTest, EveryTruncationOfEveryRequestIsRejected) {
+  for (uint32_t op = 1; op <= kMaxOp; ++op) {
+    std::string b = EncodeRequest(FullRequest(static_cast<Op>(op)));
+    for (size_t len = 0; len < b.size(); ++len) {
+      SysResult<Request> r = DecodeRequest(std::string_view(b).substr(0, len));
+      EXPECT_FALSE(r.ok()) << "op " << op << " len " << len;
+      if (!r.ok()) {
+        EXPECT_EQ(r.error(), EBADMSG);
+      }
+    }
+  }
+}
+
+TEST(ProtocolTest, TrailingBytesAreRejected) {
+  std::string b = EncodeRequest(FullRequest(Op::kWalk)) + "x";
+  SysResult<Request> r = DecodeRequest(b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), EBADMSG);
+}
+
+TEST(ProtocolTest, HugeStringLengthIsRejected) {
+  Request r = FullRequest(Op::kWalk);
+  r.name = "abc";
+  std::string b = EncodeRequest(r);
+  // Overwrite the name length (after tag, op, handle) with 0xffffffff.
+  for (int i = 0; i < 4; ++i) b[20 + i] = static_cast<char>(0xff);
+  SysResult<Request> out = DecodeRequest(b);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error(), EBADMSG);
+}
+
+TEST(ProtocolTest, UnknownOpIsRejected) {
+  Request r = FullRequest(Op::kStat);
+  std::string b = EncodeRequest(r);
+  b[8] = 99;
+  SysResult<Request> out = DecodeRequest(b);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error(), EBADMSG);
+  SysResult<std::pair<uint64_t, Op>> header = DecodeRequestHeader(b);
+  ASSERT_TRUE(header.ok());
+  EXPECT_EQ(header->first, r.tag);
+  EXPECT_EQ(header->second, Op::kInvalid);
+  b[8] = 0;
+  EXPECT_FALSE(DecodeRequest(b).ok());
+}
+
+TEST(ProtocolTest, HostileReadDirResponseCountIsRejected) {
+  Response in;
+  in.op = Op::kReadDir;
+  in.entries = {{"a", 1, 4}};
+  std::string b = EncodeResponse(in);
+  // count sits after header (16) + eof (1) + cursor (8).
+  for (int i = 0; i < 4; ++i) b[25 + i] = static_cast<char>(0xff);
+  SysResult<Response> out = DecodeResponse(b);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error(), EBADMSG);
+}
+
+TEST(ProtocolTest, BadBoolAndNegativeErrnoAreRejected) {
+  Response in;
+  in.op = Op::kOpen;
+  in.has_fd = true;
+  std::string b = EncodeResponse(in);
+  b[16] = 2;
+  EXPECT_FALSE(DecodeResponse(b).ok());
+
+  Response err;
+  err.op = Op::kStat;
+  err.err = -1;
+  EXPECT_FALSE(DecodeResponse(EncodeResponse(err)).ok());
+  // An error response carries nothing else.
+  err.err = EIO;
+  EXPECT_FALSE(DecodeResponse(EncodeResponse(err) + "junk").ok());
+}
+
+TEST(ProtocolTest, ValidateName) {
+  EXPECT_TRUE(ValidateName("a").ok());
+  EXPECT_TRUE(ValidateName("...").ok());
+  EXPECT_TRUE(ValidateName(std::string(255, 'n')).ok());
+  EXPECT_EQ(ValidateName("").error(), EINVAL);
+  EXPECT_EQ(ValidateName(".").error(), EINVAL);
+  EXPECT_EQ(ValidateName("..").error(), EINVAL);
+  EXPECT_EQ(ValidateName("a/b").error(), EINVAL);
+  EXPECT_EQ(ValidateName("/").error(), EINVAL);
+  EXPECT_EQ(ValidateName(std::string("a\0b", 3)).error(), EINVAL);
+  EXPECT_EQ(ValidateName(std::string(256, 'n')).error(), ENAMETOOLONG);
+}
+
+TEST(ProtocolTest, ValidateSymlinkTarget) {
+  EXPECT_TRUE(ValidateSymlinkTarget("../../etc").ok());
+  EXPECT_EQ(ValidateSymlinkTarget("").error(), ENOENT);
+  EXPECT_EQ(ValidateSymlinkTarget(std::string("a\0", 2)).error(), EINVAL);
+  EXPECT_EQ(ValidateSymlinkTarget(std::string(4096, 'x')).error(), ENAMETOOLONG);
+}
+
+class TransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv_), 0); }
+  void TearDown() override {
+    close(sv_[0]);
+    close(sv_[1]);
+  }
+  int sv_[2];
+};
+
+TEST_F(TransportTest, MessageWithFd) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_TRUE(SendMessage(sv_[0], "hello", p[1]).ok());
+  close(p[1]);
+  SysResult<Message> m = RecvMessage(sv_[1]);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->bytes, "hello");
+  ASSERT_TRUE(m->fd.valid());
+  EXPECT_TRUE(fcntl(m->fd.get(), F_GETFD) & FD_CLOEXEC);
+  ASSERT_EQ(write(m->fd.get(), "x", 1), 1);
+  char c;
+  ASSERT_EQ(read(p[0], &c, 1), 1);
+  EXPECT_EQ(c, 'x');
+  close(p[0]);
+}
+
+TEST_F(TransportTest, OversizedMessages) {
+  std::string big(kMaxMessageSize + 1, 'a');
+  EXPECT_EQ(SendMessage(sv_[0], big).error(), EMSGSIZE);
+  // A peer bypassing SendMessage: the receiver reports EMSGSIZE, not a truncated message.
+  ASSERT_EQ(send(sv_[0], big.data(), big.size(), 0), static_cast<ssize_t>(big.size()));
+  SysResult<Message> m = RecvMessage(sv_[1]);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error(), EMSGSIZE);
+}
+
+TEST_F(TransportTest, TwoFdsAreRefusedAndClosed) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  int fds[2] = {p[0], p[1]};
+  char control[CMSG_SPACE(sizeof(fds))] = {};
+  iovec iov{const_cast<char*>("x"), 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(fds));
+  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  ASSERT_EQ(sendmsg(sv_[0], &msg, 0), 1);
+  close(p[0]);
+  close(p[1]);
+  SysResult<Message> m = RecvMessage(sv_[1]);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error(), EBADMSG);
+}
+
+TEST_F(TransportTest, PeerCloseIsEmptyMessage) {
+  close(sv_[0]);
+  sv_[0] = -1;
+  SysResult<Message> m = RecvMessage(sv_[1]);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->bytes.empty());
+}
+
+}  // namespace
+}  // namespace usentry::gofer

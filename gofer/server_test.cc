@@ -1,0 +1,420 @@
+// End-to-end gofer tests: Client <-> Serve() over a socketpair against temp directories.
+// Reads, FD donation, directory listing, mutations on a rw tree checked on the host disk,
+// EROFS on a ro tree.
+#include "gofer/server.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+#include <string>
+
+#include "gofer/client.h"
+#include "gofer/gofer_test_util.h"
+#include "gtest/gtest.h"
+
+namespace usentry::gofer {
+namespace {
+
+using testing::GoferHarness;
+using testing::TempDir;
+
+class GoferServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ro_.WriteFile("file.txt", "hello");
+    ro_.Mkdir("dir");
+    ro_.WriteFile("dir/inner", "in");
+    rw_.WriteFile("existing", "old");
+    rw_.Mkdir("sub");
+    GoferConfig config;
+    config.trees.push_back(RootfsTree(ro_.path()));
+    config.trees.push_back(MountTree(0, rw_.path(), /*read_only=*/false));
+    config.trees.push_back(MountTree(1, rw2_.path(), /*read_only=*/false));
+    harness_ = std::make_unique<GoferHarness>(config);
+  }
+  Client& c() { return harness_->client(); }
+  Handle AttachOk(const std::string& tree) {
+    auto r = c().Attach(tree);
+    EXPECT_TRUE(r.ok()) << tree << " errno " << r.error();
+    return r.ok() ? r->first.handle : 0;
+  }
+  Handle WalkOk(Handle dir, const std::string& name) {
+    auto r = c().Walk(dir, name);
+    EXPECT_TRUE(r.ok()) << name << " errno " << r.error();
+    return r.ok() ? r->handle : 0;
+  }
+  static struct stat HostStat(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;
+    return st;
+  }
+
+  TempDir ro_, rw_, rw2_;
+  std::unique_ptr<GoferHarness> harness_;
+};
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  return out;
+}
+
+TEST_F(GoferServerTest, AttachWalkStatOpenRead) {
+  auto root = c().Attach("root");
+  ASSERT_TRUE(root.ok());
+  EXPECT_TRUE(root->second);
+  EXPECT_TRUE(S_ISDIR(root->first.attr.mode));
+  auto mount = c().Attach("mount0");
+  ASSERT_TRUE(mount.ok());
+  EXPECT_FALSE(mount->second);
+
+  auto file = c().Walk(root->first.handle, "file.txt");
+  ASSERT_TRUE(file.ok());
+  EXPECT_TRUE(S_ISREG(file->attr.mode));
+  EXPECT_EQ(file->attr.size, 5);
+  EXPECT_EQ(file->attr.ino, HostStat(ro_.Join("file.txt")).st_ino);
+
+  auto st = c().Stat(file->handle);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->ino, file->attr.ino);
+  EXPECT_EQ(st->size, 5);
+
+  auto fd = c().Open(file->handle, O_RDONLY);
+  ASSERT_TRUE(fd.ok());
+  ASSERT_TRUE(fd->valid());
+  EXPECT_EQ(ReadAll(fd->get()), "hello");
+  EXPECT_TRUE(fcntl(fd->get(), F_GETFD) & FD_CLOEXEC);
+
+  Handle dir = WalkOk(root->first.handle, "dir");
+  Handle inner = WalkOk(dir, "inner");
+  auto fd2 = c().Open(inner, O_RDONLY);
+  ASSERT_TRUE(fd2.ok());
+  EXPECT_EQ(ReadAll(fd2->get()), "in");
+  EXPECT_TRUE(harness_->Stop().ok());
+}
+
+TEST_F(GoferServerTest, AttachUnknownTreeAndWalkErrors) {
+  EXPECT_EQ(c().Attach("nope").error(), ENOENT);
+  Handle root = AttachOk("root");
+  EXPECT_EQ(c().Walk(root, "missing").error(), ENOENT);
+  Handle file = WalkOk(root, "file.txt");
+  EXPECT_EQ(c().Walk(file, "x").error(), ENOTDIR);
+  EXPECT_EQ(c().ReadDir(file).error(), ENOTDIR);
+}
+
+TEST_F(GoferServerTest, ReadDirListsEntries) {
+  Handle root = AttachOk("root");
+  auto entries = c().ReadDir(root);
+  ASSERT_TRUE(entries.ok());
+  std::set<std::string> names;
+  for (const DirEntry& e : *entries) {
+    names.insert(e.name);
+    if (e.name == "dir") {
+      EXPECT_EQ(e.type, DT_DIR);
+    }
+    if (e.name == "file.txt") {
+      EXPECT_EQ(e.type, DT_REG);
+    }
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"file.txt", "dir"}));
+}
+
+TEST_F(GoferServerTest, ReadDirPaginatesLargeDirectories) {
+  // 1000 names of 200 bytes are ~210 KiB encoded: several 64 KiB pages.
+  std::set<std::string> expected;
+  rw_.Mkdir("big");
+  for (int i = 0; i < 1000; ++i) {
+    std::string name = std::to_string(i) + std::string(200, 'n');
+    rw_.WriteFile("big/" + name, "");
+    expected.insert(name);
+  }
+  Handle big = WalkOk(AttachOk("mount0"), "big");
+  auto entries = c().ReadDir(big);
+  ASSERT_TRUE(entries.ok());
+  EXPECT_EQ(entries->size(), 1000u);  // no duplicates across pages
+  std::set<std::string> got;
+  for (const DirEntry& e : *entries) got.insert(e.name);
+  EXPECT_EQ(got, expected);
+}
+
+TEST_F(GoferServerTest, OpenFlagsAndTypes) {
+  Handle root = AttachOk("root");
+  Handle dir = WalkOk(root, "dir");
+  // Directories are listed with ReadDir; no host directory FD is donated.
+  auto dfd = c().Open(dir, O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(dfd.ok());
+  EXPECT_FALSE(dfd->valid());
+  Handle file = WalkOk(root, "file.txt");
+  EXPECT_EQ(c().Open(file, O_RDONLY | O_DIRECTORY).error(), ENOTDIR);
+  EXPECT_EQ(c().Open(file, O_RDONLY | O_CREAT).error(), EINVAL);
+  EXPECT_EQ(c().Open(file, O_ACCMODE).error(), EINVAL);
+
+  Handle mount = AttachOk("mount0");
+  Handle sub = WalkOk(mount, "sub");
+  EXPECT_EQ(c().Open(sub, O_WRONLY).error(), EISDIR);
+  // The donated FD carries no O_NONBLOCK.
+  Handle existing = WalkOk(mount, "existing");
+  auto fd = c().Open(existing, O_RDWR | O_APPEND);
+  ASSERT_TRUE(fd.ok());
+  int fl = fcntl(fd->get(), F_GETFL);
+  EXPECT_EQ(fl & O_NONBLOCK, 0);
+  EXPECT_NE(fl & O_APPEND, 0);
+  ASSERT_EQ(write(fd->get(), "+new", 4), 4);
+  EXPECT_EQ(rw_.ReadFile("existing"), "old+new");
+  auto tfd = c().Open(existing, O_WRONLY | O_TRUNC);
+  ASSERT_TRUE(tfd.ok());
+  EXPECT_EQ(rw_.ReadFile("existing"), "");
+}
+
+TEST_F(GoferServerTest, DevicesFifosAndSocketsAreNeverOpened) {
+  ASSERT_EQ(mkfifo(rw_.Join("fifo").c_str(), 0644), 0);
+  ASSERT_EQ(mknod(rw_.Join("null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  Handle mount = AttachOk("mount0");
+  auto fifo = c().Walk(mount, "fifo");
+  ASSERT_TRUE(fifo.ok());
+  EXPECT_TRUE(S_ISFIFO(fifo->attr.mode));
+  EXPECT_EQ(c().Open(fifo->handle, O_RDONLY).error(), EACCES);
+  auto dev = c().Walk(mount, "null");
+  ASSERT_TRUE(dev.ok());
+  EXPECT_TRUE(S_ISCHR(dev->attr.mode));
+  EXPECT_EQ(dev->attr.rdev, makedev(1, 3));
+  EXPECT_EQ(c().Open(dev->handle, O_RDWR).error(), EACCES);
+}
+
+TEST_F(GoferServerTest, CreateWritesHostFileWithExactMode) {
+  Handle mount = AttachOk("mount0");
+  mode_t old_umask = umask(077);  // the gofer's umask must not change the mode
+  auto created = c().Create(mount, "new.txt", O_RDWR, 0664);
+  umask(old_umask);
+  ASSERT_TRUE(created.ok());
+  EXPECT_TRUE(S_ISREG(created->first.attr.mode));
+  ASSERT_EQ(write(created->second.get(), "data", 4), 4);
+  EXPECT_EQ(rw_.ReadFile("new.txt"), "data");
+  struct stat st = HostStat(rw_.Join("new.txt"));
+  EXPECT_EQ(st.st_mode & 07777, 0664u);
+  EXPECT_EQ(st.st_ino, created->first.attr.ino);
+  // O_EXCL: an existing name, or a dangling symlink, is never opened.
+  EXPECT_EQ(c().Create(mount, "existing", O_RDWR, 0644).error(), EEXIST);
+  ASSERT_EQ(symlink("/tmp/gofer_should_not_exist", rw_.Join("dangling").c_str()), 0);
+  EXPECT_EQ(c().Create(mount, "dangling", O_RDWR, 0644).error(), EEXIST);
+  EXPECT_NE(access("/tmp/gofer_should_not_exist", F_OK), 0);
+  // No set-uid files from the sandbox.
+  auto suid = c().Create(mount, "suid", O_RDWR, 04755);
+  ASSERT_TRUE(suid.ok());
+  EXPECT_EQ(HostStat(rw_.Join("suid")).st_mode & 07777, 0755u);
+}
+
+TEST_F(GoferServerTest, MkdirSymlinkLinkOnHost) {
+  Handle mount = AttachOk("mount0");
+  auto d = c().Mkdir(mount, "newdir", 0750);
+  ASSERT_TRUE(d.ok());
+  struct stat st = HostStat(rw_.Join("newdir"));
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  EXPECT_EQ(c().Mkdir(mount, "newdir", 0750).error(), EEXIST);
+  auto nested = c().Mkdir(d->handle, "nested", 0700);
+  ASSERT_TRUE(nested.ok());
+  EXPECT_TRUE(S_ISDIR(HostStat(rw_.Join("newdir/nested")).st_mode));
+
+  auto l = c().Symlink(mount, "lnk", "../../somewhere");
+  ASSERT_TRUE(l.ok());
+  EXPECT_TRUE(S_ISLNK(l->attr.mode));
+  char buf[64] = {};
+  ASSERT_EQ(readlink(rw_.Join("lnk").c_str(), buf, sizeof(buf)), 15);
+  EXPECT_STREQ(buf, "../../somewhere");
+  auto target = c().Readlink(l->handle);
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(*target, "../../somewhere");
+  Handle existing = WalkOk(mount, "existing");
+  EXPECT_EQ(c().Readlink(existing).error(), EINVAL);
+
+  auto hard = c().Link(d->handle, "hard", existing);
+  ASSERT_TRUE(hard.ok());
+  EXPECT_EQ(HostStat(rw_.Join("newdir/hard")).st_ino, HostStat(rw_.Join("existing")).st_ino);
+  EXPECT_EQ(HostStat(rw_.Join("existing")).st_nlink, 2u);
+  // Linking a symlink node links the link, not its target.
+  auto lnk2 = c().Link(mount, "lnk2", l->handle);
+  ASSERT_TRUE(lnk2.ok());
+  EXPECT_TRUE(S_ISLNK(HostStat(rw_.Join("lnk2")).st_mode));
+  // A link's target must be in the same tree.
+  Handle other = AttachOk("mount1");
+  EXPECT_EQ(c().Link(other, "x", existing).error(), EXDEV);
+  Handle ro_file = WalkOk(AttachOk("root"), "file.txt");
+  EXPECT_EQ(c().Link(mount, "y", ro_file).error(), EXDEV);
+  EXPECT_EQ(c().Link(mount, "z", d->handle).error(), EPERM);
+}
+
+TEST_F(GoferServerTest, UnlinkAndRenameOnHost) {
+  Handle mount = AttachOk("mount0");
+  ASSERT_TRUE(c().Unlink(mount, "existing", 0).ok());
+  EXPECT_NE(access(rw_.Join("existing").c_str(), F_OK), 0);
+  EXPECT_EQ(c().Unlink(mount, "existing", 0).error(), ENOENT);
+  EXPECT_EQ(c().Unlink(mount, "sub", 0).error(), EISDIR);
+  EXPECT_EQ(c().Unlink(mount, "sub", 0x4000).error(), EINVAL);
+  ASSERT_TRUE(c().Unlink(mount, "sub", AT_REMOVEDIR).ok());
+  EXPECT_NE(access(rw_.Join("sub").c_str(), F_OK), 0);
+
+  rw_.WriteFile("a", "A");
+  rw_.WriteFile("b", "B");
+  rw_.Mkdir("d");
+  Handle d = WalkOk(mount, "d");
+  ASSERT_TRUE(c().Rename(mount, "a", d, "a2", 0).ok());
+  EXPECT_EQ(rw_.ReadFile("d/a2"), "A");
+  EXPECT_EQ(c().Rename(d, "a2", mount, "b", RENAME_NOREPLACE).error(), EEXIST);
+  ASSERT_TRUE(c().Rename(d, "a2", mount, "b", RENAME_EXCHANGE).ok());
+  EXPECT_EQ(rw_.ReadFile("b"), "A");
+  EXPECT_EQ(rw_.ReadFile("d/a2"), "B");
+  EXPECT_EQ(c().Rename(mount, "b", mount, "c", RENAME_WHITEOUT).error(), EINVAL);
+  Handle other = AttachOk("mount1");
+  EXPECT_EQ(c().Rename(mount, "b", other, "b", 0).error(), EXDEV);
+  EXPECT_EQ(rw_.ReadFile("b"), "A");
+}
+
+TEST_F(GoferServerTest, SetAttrOnHost) {
+  Handle mount = AttachOk("mount0");
+  Handle f = WalkOk(mount, "existing");
+  SetAttrRequest req;
+  req.mask = kSetMode | kSetSize | kSetMtime | kSetAtime;
+  req.mode = 0600;
+  req.size = 1;
+  req.atime = {1000, 0};
+  req.mtime = {2000, 500};
+  ASSERT_TRUE(c().SetAttr(f, req).ok());
+  struct stat st = HostStat(rw_.Join("existing"));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_size, 1);
+  EXPECT_EQ(st.st_atim.tv_sec, 1000);
+  EXPECT_EQ(st.st_mtim.tv_sec, 2000);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 500);
+  auto attr = c().Stat(f);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(attr->mtime.tv_sec, 2000);
+
+  // UTIME_OMIT leaves a time alone; set-uid is stripped.
+  req = {};
+  req.mask = kSetMode | kSetMtime;
+  req.mode = 04755;
+  req.mtime = {0, UTIME_OMIT};
+  ASSERT_TRUE(c().SetAttr(f, req).ok());
+  st = HostStat(rw_.Join("existing"));
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(st.st_mtim.tv_sec, 2000);
+
+  req = {};
+  req.mask = kSetUid | kSetGid;
+  req.uid = 1234;
+  req.gid = 5678;
+  ASSERT_TRUE(c().SetAttr(f, req).ok());  // the tests run as root
+  st = HostStat(rw_.Join("existing"));
+  EXPECT_EQ(st.st_uid, 1234u);
+  EXPECT_EQ(st.st_gid, 5678u);
+
+  Handle sub = WalkOk(mount, "sub");
+  req = {};
+  req.mask = kSetSize;
+  EXPECT_EQ(c().SetAttr(sub, req).error(), EISDIR);
+  req.mask = 1u << 20;
+  EXPECT_EQ(c().SetAttr(f, req).error(), EINVAL);
+  auto lnk = c().Symlink(mount, "l", "existing");
+  ASSERT_TRUE(lnk.ok());
+  req = {};
+  req.mask = kSetMode;
+  req.mode = 0;
+  EXPECT_EQ(c().SetAttr(lnk->handle, req).error(), EOPNOTSUPP);
+  EXPECT_EQ(HostStat(rw_.Join("existing")).st_mode & 07777, 0755u);
+}
+
+TEST_F(GoferServerTest, ReadOnlyTreeRefusesEveryWrite) {
+  Handle root = AttachOk("root");
+  Handle file = WalkOk(root, "file.txt");
+  Handle dir = WalkOk(root, "dir");
+  EXPECT_EQ(c().Open(file, O_WRONLY).error(), EROFS);
+  EXPECT_EQ(c().Open(file, O_RDWR).error(), EROFS);
+  EXPECT_EQ(c().Open(file, O_RDONLY | O_TRUNC).error(), EROFS);
+  EXPECT_EQ(c().Create(root, "n", O_RDWR, 0644).error(), EROFS);
+  EXPECT_EQ(c().Mkdir(root, "n", 0755).error(), EROFS);
+  EXPECT_EQ(c().Symlink(root, "n", "x").error(), EROFS);
+  EXPECT_EQ(c().Link(root, "n", file).error(), EROFS);
+  EXPECT_EQ(c().Unlink(root, "file.txt", 0).error(), EROFS);
+  EXPECT_EQ(c().Unlink(root, "dir", AT_REMOVEDIR).error(), EROFS);
+  EXPECT_EQ(c().Rename(root, "file.txt", dir, "moved", 0).error(), EROFS);
+  SetAttrRequest req;
+  req.mask = kSetMode;
+  req.mode = 0777;
+  EXPECT_EQ(c().SetAttr(file, req).error(), EROFS);
+  req.mask = kSetSize;
+  EXPECT_EQ(c().SetAttr(file, req).error(), EROFS);
+
+  EXPECT_EQ(ro_.ReadFile("file.txt"), "hello");
+  EXPECT_EQ(HostStat(ro_.Join("file.txt")).st_mode & 07777, 0644u);
+  EXPECT_NE(access(ro_.Join("n").c_str(), F_OK), 0);
+  EXPECT_NE(access(ro_.Join("dir/moved").c_str(), F_OK), 0);
+  // Reading still works.
+  auto fd = c().Open(file, O_RDONLY);
+  ASSERT_TRUE(fd.ok());
+  EXPECT_EQ(ReadAll(fd->get()), "hello");
+}
+
+TEST_F(GoferServerTest, DeadHandlesAreEbadf) {
+  EXPECT_EQ(c().Stat(12345).error(), EBADF);
+  EXPECT_EQ(c().Walk(0, "x").error(), EBADF);
+  EXPECT_EQ(c().Open(~0ull, O_RDONLY).error(), EBADF);
+  EXPECT_EQ(c().ReadDir(777).error(), EBADF);
+  Handle root = AttachOk("mount0");
+  EXPECT_EQ(c().Link(root, "x", 4242).error(), EBADF);
+  EXPECT_EQ(c().Rename(root, "existing", 4242, "x", 0).error(), EBADF);
+  Handle f = WalkOk(root, "existing");
+  c().Close(f);
+  EXPECT_EQ(c().Stat(f).error(), EBADF);
+  EXPECT_EQ(c().Open(f, O_RDONLY).error(), EBADF);
+  // Other handles are unaffected.
+  EXPECT_TRUE(c().Stat(root).ok());
+}
+
+TEST_F(GoferServerTest, HandlesFollowRenames) {
+  Handle mount = AttachOk("mount0");
+  rw_.WriteFile("sub/f", "x");
+  Handle sub = WalkOk(mount, "sub");
+  Handle f = WalkOk(sub, "f");
+  ASSERT_TRUE(c().Rename(mount, "sub", mount, "moved", 0).ok());
+  // The O_PATH handle keeps working after its directory moved.
+  auto fd = c().Open(f, O_RDONLY);
+  ASSERT_TRUE(fd.ok());
+  EXPECT_EQ(ReadAll(fd->get()), "x");
+  EXPECT_TRUE(c().Walk(sub, "f").ok());
+}
+
+TEST(GoferServeTest, BadConfigFailsWithNamedCall) {
+  GoferConfig config;
+  config.trees.push_back(MountTree(0, "/nonexistent/gofer/dir", false));
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  close(sv[0]);
+  absl::Status st = Serve(config, UniqueFd(sv[1]));
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("open(\"/nonexistent/gofer/dir\""), std::string::npos)
+      << st.message();
+}
+
+TEST(GoferServeTest, BrokenSocketIsEio) {
+  GoferConfig config;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  close(sv[1]);
+  Client client{UniqueFd(sv[0])};
+  EXPECT_EQ(client.Attach("root").error(), EIO);
+  EXPECT_EQ(client.Stat(1).error(), EIO);
+}
+
+}  // namespace
+}  // namespace usentry::gofer
