@@ -37,8 +37,7 @@ struct Attr {
   int64_t size = 0;
   int64_t blocks = 0;
   uint32_t blksize = 0;
-  struct timespec atime {
-  }, mtime{}, ctime{};
+  struct timespec atime{}, mtime{}, ctime{};
 };
 
 struct Node {
@@ -68,8 +67,7 @@ struct SetAttrRequest {
   uint32_t uid = 0;
   uint32_t gid = 0;
   int64_t size = 0;
-  struct timespec atime {
-  }, mtime{};
+  struct timespec atime{}, mtime{};
 };
 
 class Client {
@@ -88,6 +86,11 @@ class Client {
   SysResult<Node> Walk(Handle dir, std::string_view name);
   // Opens the node for I/O. flags: O_RDONLY/O_WRONLY/O_RDWR plus O_TRUNC/O_APPEND/
   // O_DIRECTORY; never creates. The returned host FD is the sentry's to keep.
+  // For a directory no host FD is donated (a directory FD would expose masked names and
+  // allow openat() beneath it): the result is an empty UniqueFd (valid() == false) once
+  // the open was permitted; list it with ReadDir. Symlinks: ELOOP. Devices, FIFOs and
+  // sockets: EACCES (never opened by the gofer). Write access or O_TRUNC on a read-only
+  // tree: EROFS.
   SysResult<UniqueFd> Open(Handle node, int flags);
   // Creates a regular file exclusively and opens it.
   SysResult<std::pair<Node, UniqueFd>> Create(Handle dir, std::string_view name, int flags,
