@@ -14,6 +14,9 @@
 #include <linux/sysinfo.h>
 #include <linux/utsname.h>
 
+// Needs stack_t, sigcontext and sigset_t from the headers above.
+#include <asm-generic/ucontext.h>
+
 #include <cstddef>
 
 #include "abi/misc.h"
@@ -81,6 +84,16 @@ SAME_OFFSET(SigInfo, fields.timer.overrun, siginfo_t, si_overrun);
 SAME_OFFSET(SigInfo, fields.sigpoll.fd, siginfo_t, si_fd);
 SAME_OFFSET(SigInfo, fields.sigsys.syscall, siginfo_t, si_syscall);
 SAME_OFFSET(SigInfo, fields.sigsys.arch, siginfo_t, si_arch);
+
+static_assert(sizeof(UContext) == sizeof(struct ucontext));
+SAME_OFFSET(UContext, stack, struct ucontext, uc_stack);
+SAME_OFFSET(UContext, mcontext, struct ucontext, uc_mcontext);
+SAME_OFFSET(UContext, sigmask, struct ucontext, uc_sigmask);
+// The UAPI struct sigaction of x86-64 is the one rt_sigaction really copies.
+static_assert(sizeof(KernelSigaction) == sizeof(struct sigaction));
+SAME_OFFSET(KernelSigaction, flags, struct sigaction, sa_flags);
+SAME_OFFSET(KernelSigaction, restorer, struct sigaction, sa_restorer);
+SAME_OFFSET(KernelSigaction, mask, struct sigaction, sa_mask);
 
 static_assert(sizeof(StackT) == sizeof(stack_t));
 SAME_OFFSET(StackT, flags, stack_t, ss_flags);

@@ -362,13 +362,17 @@ static_assert(offsetof(UContext, stack) == 16);
 static_assert(offsetof(UContext, mcontext) == 40);
 static_assert(offsetof(UContext, sigmask) == 296);
 
-// struct rt_sigframe for x86-64 (arch/x86/include/asm/sigframe.h). The handler starts
-// with rsp pointing at `pretcode` (the restorer address, so `ret` from the handler
-// calls rt_sigreturn), rdi = signo, rsi = &info, rdx = &uc. The frame is placed so that
-// (rsp + 8) is 16-byte aligned, as if `pretcode` had been pushed by a call. The FP state
-// (FxsaveArea + XSAVE extension, 64-byte aligned) lies above the frame, at higher
-// addresses, and uc.mcontext.fpstate points to it. rt_sigreturn finds the frame at
-// rsp - 8 (the `ret` popped pretcode).
+// struct rt_sigframe for x86-64 (arch/x86/include/asm/sigframe.h). How Linux places it
+// (arch/x86/kernel/signal.c, get_sigframe):
+//   sp = the app's rsp - 128 (the red zone), or the top of the sigaltstack;
+//   FP state: sp = round_down(sp - fp_size, 64); uc.mcontext.fpstate = sp. It is an
+//     FxsaveArea followed by the XSAVE extension and kFpXstateMagic2 (fp_size covers all);
+//   frame: sp = ((sp - sizeof(RtSigframe) + 8) & ~15) - 8, i.e. (frame + 8) is 16-byte
+//     aligned, as if `pretcode` had been pushed by a call.
+// The handler starts with rsp = frame (pointing at pretcode, the sa_restorer address,
+// so its `ret` calls rt_sigreturn), rdi = signo, rsi = &info, rdx = &uc, rax = 0.
+// rt_sigreturn finds the frame at its rsp - 8 (the `ret` popped pretcode).
+// uc.flags is kUcFpXstate (when XSAVE is used) | kUcSigcontextSs | kUcStrictRestoreSs.
 struct RtSigframe {
   uint64_t pretcode;
   UContext uc;
