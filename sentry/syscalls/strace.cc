@@ -65,6 +65,12 @@ constexpr std::string_view kOutputBufferCalls[] = {
     "read", "pread64", "recvfrom", "readlink", "readlinkat", "getrandom", "getcwd",
 };
 
+// Calls whose first argument is an address in the app ('x' in the table so that it
+// prints in hex); strace shows 0 there as NULL.
+constexpr std::string_view kAddressFirstArgCalls[] = {
+    "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "shmat",
+};
+
 // Calls whose successful result is an address.
 constexpr std::string_view kAddressResultCalls[] = {"mmap", "mremap", "brk", "shmat"};
 
@@ -173,6 +179,7 @@ class Formatter {
       case 'u':
         return absl::StrCat(v);
       case 'x':
+        if (i == 0 && NameIn(info_.name, kAddressFirstArgCalls)) return Pointer(v);
         return v == 0 ? "0" : Hex(v);
       case 'p':
         return Pointer(v);

@@ -34,7 +34,8 @@ std::string FormatSyscallEntry(const SyscallInfo& info, const SyscallArgValues& 
 // The full line after the call: "read(3, "abc", 4096) = 3". `result` is the value
 // placed in rax (a negative errno on failure). Input strings are read again, so for a
 // call that replaces the address space (a successful execve) print
-// FormatSyscallEntry(...) + " " + FormatSyscallResult(...) with the entry text kept.
+// FormatSyscallEntry(...) + " " + FormatSyscallResult(...) with the entry text kept;
+// for calls that never return (exit, exit_group) print the entry followed by " = ?".
 std::string FormatSyscallExit(const SyscallInfo& info, const SyscallArgValues& args, int64_t result,
                               const ReadAppMemory& read_mem);
 

@@ -139,16 +139,16 @@ TEST(Strace, MmapAndAddressResults) {
   FakeMemory mem;
   SyscallArgValues anon = {0, 8192, 0x1 | 0x2, 0x2 | 0x20, static_cast<uint64_t>(-1), 0};
   EXPECT_EQ(FormatSyscallExit(kMmap, anon, 0x7f0000001000, mem.Reader()),
-            "mmap(0, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = "
+            "mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = "
             "0x7f0000001000");
   SyscallArgValues none = {0x400000, 4096, 0, 0x1 | 0x10, 3, 0x1000};
   EXPECT_EQ(FormatSyscallEntry(kMmap, none, mem.Reader()),
             "mmap(0x400000, 4096, PROT_NONE, MAP_SHARED|MAP_FIXED, 3, 0x1000)");
   EXPECT_EQ(FormatSyscallExit(kMmap, anon, -ENOMEM, mem.Reader()),
-            "mmap(0, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = -1 ENOMEM "
+            "mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = -1 ENOMEM "
             "(Cannot allocate memory)");
   EXPECT_EQ(FormatSyscallExit(kBrk, {0, 0, 0, 0, 0, 0}, 0x555555559000, mem.Reader()),
-            "brk(0) = 0x555555559000");
+            "brk(NULL) = 0x555555559000");
 }
 
 TEST(Strace, SignalsPointersAndOthers) {
