@@ -91,7 +91,11 @@ bool PhdrsWithin(const ElfHeader& header, size_t available) {
 }
 
 SysResult<ElfInfo> ParseProgramHeaders(const ElfHeader& header, absl::Span<const uint8_t> phdrs) {
-  if (phdrs.size() < header.PhdrsSize()) return Errno{ENOEXEC};
+  // The header may not come from ParseHeader; the stride must be what we copy.
+  if (header.phentsize != kElfPhdrSize || header.phnum == 0 || header.phnum > kMaxPhnum ||
+      phdrs.size() < header.PhdrsSize()) {
+    return Errno{ENOEXEC};
+  }
   ElfInfo info;
   info.header = header;
   bool saw_phdr = false;

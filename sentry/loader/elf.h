@@ -9,6 +9,9 @@
 //      the first read: PhdrsWithin() says so) and call ParseProgramHeaders;
 //   4. if info.interp is set, read that range and call ParseInterpPath.
 // ParseElf() does 2-4 at once when the caller already has every byte it needs.
+// The interpreter (ld.so) goes through the same steps; as in Linux, a PT_INTERP of the
+// interpreter itself is ignored by the caller, and a script interpreter that is itself
+// a script is the caller's loop to bound.
 // Every malformed input yields ENOEXEC, as execve reports it.
 #ifndef USENTRY_SENTRY_LOADER_ELF_H_
 #define USENTRY_SENTRY_LOADER_ELF_H_

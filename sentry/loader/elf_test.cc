@@ -204,6 +204,16 @@ TEST(ElfMalformed, Truncated) {
             ENOEXEC);
 }
 
+TEST(ElfMalformed, HandMadeHeaderIsCheckedToo) {
+  TestElf t;
+  auto file = t.Build();
+  auto header = ParseHeader(file);
+  ASSERT_TRUE(header.ok());
+  ElfHeader bad = *header;
+  bad.phentsize = 8;  // a stride shorter than the entries we copy
+  EXPECT_EQ(ParseProgramHeaders(bad, absl::Span<const uint8_t>(file).subspan(64)).error(), ENOEXEC);
+}
+
 TEST(ElfMalformed, WrongIdentOrMachine) {
   {
     TestElf t;
