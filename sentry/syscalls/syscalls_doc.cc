@@ -65,4 +65,6 @@ std::string SyscallsMarkdown(absl::Span<const SyscallInfo> table) {
   return out;
 }
 
+std::string SyscallsMarkdown() { return SyscallsMarkdown(SyscallTable()); }
+
 }  // namespace usentry::sentry

@@ -17,9 +17,8 @@ const char* SupportName(Support support);
 // row per syscall (number, name, support level, note), in the order of `table`.
 std::string SyscallsMarkdown(absl::Span<const SyscallInfo> table);
 
-// The same for the sentry's own table. Inline so that code rendering other tables
-// (tests) does not have to link table.cc and every handler it names.
-inline std::string SyscallsMarkdown() { return SyscallsMarkdown(SyscallTable()); }
+// The same for the sentry's own table (SyscallTable()), for docs/syscalls.md.
+std::string SyscallsMarkdown();
 
 }  // namespace usentry::sentry
 
