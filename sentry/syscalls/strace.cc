@@ -215,11 +215,11 @@ class Formatter {
     if (addr == 0) return "NULL";
     std::optional<std::string> bytes = read_mem_(addr, kStraceMaxString + 1);
     if (!bytes) return Hex(addr);
+    // Ends at a NUL if there is one; a short read (the reader stopped at the NUL, or at
+    // unreadable memory) is the whole string; a full read without NUL is cut by "...".
     const size_t nul = bytes->find('\0');
-    if (nul != std::string::npos && nul <= kStraceMaxString) {
-      return QuoteString(std::string_view(*bytes).substr(0, nul));
-    }
-    return QuoteString(*bytes, kStraceMaxString, /*truncated=*/true);
+    if (nul != std::string::npos) bytes->resize(nul);
+    return QuoteString(*bytes, kStraceMaxString);
   }
 
   std::string Buffer(uint64_t addr, uint64_t len) {

@@ -14,9 +14,11 @@
 
 namespace usentry::sentry {
 
-// Reads up to `max` bytes of app memory at `addr`. Returns fewer bytes only if the
-// memory after them is not readable, and nullopt if `addr` itself is not readable. It
-// must not stop at a NUL: the formatter finds string ends itself.
+// Reads up to `max` bytes of app memory at `addr`; nullopt if `addr` itself is not
+// readable. Returns fewer bytes only if the memory after them is not readable. For
+// string arguments the formatter also accepts a reader that stops at the NUL, but
+// buffer arguments ('b': write's data) may contain NULs, so a reader that stops at the
+// first NUL shows binary data cut short.
 using ReadAppMemory = std::function<std::optional<std::string>(uint64_t addr, size_t max)>;
 
 // Raw register values of the six syscall arguments (SyscallArgs::a).

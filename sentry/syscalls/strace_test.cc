@@ -135,6 +135,19 @@ TEST(Strace, Strings) {
             "access(0xdead0000, F_OK)");
 }
 
+TEST(Strace, ReaderThatStopsAtNul) {
+  // A reader returning only the string, without its NUL: no "..." for short strings.
+  ReadAppMemory reader = [](uint64_t addr, size_t max) -> std::optional<std::string> {
+    if (addr == kPath) return std::string("/etc/hosts").substr(0, max);
+    if (addr == kBuf) return std::string(40, 'y').substr(0, max);
+    return std::nullopt;
+  };
+  EXPECT_EQ(FormatSyscallEntry(kAccess, {kPath, 0, 0, 0, 0, 0}, reader),
+            "access(\"/etc/hosts\", F_OK)");
+  EXPECT_EQ(FormatSyscallEntry(kAccess, {kBuf, 0, 0, 0, 0, 0}, reader),
+            "access(\"" + std::string(32, 'y') + "\"..., F_OK)");
+}
+
 TEST(Strace, MmapAndAddressResults) {
   FakeMemory mem;
   SyscallArgValues anon = {0, 8192, 0x1 | 0x2, 0x2 | 0x20, static_cast<uint64_t>(-1), 0};
