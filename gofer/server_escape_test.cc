@@ -260,6 +260,35 @@ TEST_F(GoferEscapeTest, TopLevelAllowlist) {
   EXPECT_TRUE(c().Walk(other, "home").ok());
 }
 
+TEST(GoferMaskScopeTest, MasksApplyOnlyToTheirTree) {
+  TempDir dir;
+  dir.WriteFile("secret", "s");
+  TreeConfig masked = MountTree(0, dir.path(), true);
+  masked.masks = {"secret"};
+  GoferConfig config;
+  config.trees = {masked, MountTree(1, dir.path(), true)};
+  GoferHarness harness(config);
+  auto m0 = harness.client().Attach("mount0");
+  auto m1 = harness.client().Attach("mount1");
+  ASSERT_TRUE(m0.ok() && m1.ok());
+  EXPECT_EQ(harness.client().Walk(m0->first.handle, "secret").error(), ENOENT);
+  EXPECT_TRUE(harness.client().Walk(m1->first.handle, "secret").ok());
+}
+
+TEST(GoferMaskScopeTest, BadMaskFailsServe) {
+  TempDir dir;
+  TreeConfig t = MountTree(0, dir.path(), true);
+  t.masks = {"/etc/shadow"};
+  GoferConfig config;
+  config.trees = {t};
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  close(sv[0]);
+  absl::Status st = Serve(config, UniqueFd(sv[1]));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("mount0"), std::string::npos) << st.message();
+}
+
 TEST(GoferDefaultRootTest, HostViewIsAllowlistedAndMasked) {
   GoferConfig config;
   config.trees.push_back(DefaultRootTree());

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -216,7 +217,9 @@ TEST_F(GoferServerTest, CreateWritesHostFileWithExactMode) {
 
 TEST_F(GoferServerTest, MkdirSymlinkLinkOnHost) {
   Handle mount = AttachOk("mount0");
+  mode_t old_umask = umask(077);
   auto d = c().Mkdir(mount, "newdir", 0750);
+  umask(old_umask);
   ASSERT_TRUE(d.ok());
   struct stat st = HostStat(rw_.Join("newdir"));
   EXPECT_TRUE(S_ISDIR(st.st_mode));
@@ -392,6 +395,48 @@ TEST_F(GoferServerTest, HandlesFollowRenames) {
   ASSERT_TRUE(fd.ok());
   EXPECT_EQ(ReadAll(fd->get()), "x");
   EXPECT_TRUE(c().Walk(sub, "f").ok());
+}
+
+int CountOpenFds() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+TEST(GoferServeTest, NoFdLeaksAcrossASession) {
+  TempDir dir;
+  dir.WriteFile("f", "x");
+  int before = CountOpenFds();
+  {
+    GoferConfig config;
+    config.trees.push_back(MountTree(0, dir.path(), false));
+    GoferHarness harness(config);
+    Client& c = harness.client();
+    auto root = c.Attach("mount0");
+    ASSERT_TRUE(root.ok());
+    int steady = 0;
+    for (int i = 0; i < 50; ++i) {
+      if (i == 1) steady = CountOpenFds();
+      auto f = c.Walk(root->first.handle, "f");
+      ASSERT_TRUE(f.ok());
+      { auto fd = c.Open(f->handle, O_RDONLY); }
+      (void)c.ReadDir(root->first.handle);
+      (void)c.Open(root->first.handle, O_RDONLY);  // directory: opened, not donated
+      auto created = c.Create(root->first.handle, "c" + std::to_string(i), O_RDWR, 0644);
+      ASSERT_TRUE(created.ok());
+      (void)c.Walk(root->first.handle, "missing");
+      c.Close(f->handle);
+      c.Close(created->first.handle);
+    }
+    // Closed handles and donated FDs are released while the session runs, not at its end.
+    EXPECT_EQ(CountOpenFds(), steady);
+    c.Close(root->first.handle);
+    EXPECT_TRUE(harness.Stop().ok());
+  }
+  EXPECT_EQ(CountOpenFds(), before);
 }
 
 TEST(GoferServeTest, BadConfigFailsWithNamedCall) {
