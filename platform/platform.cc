@@ -1,0 +1,25 @@
+// NewPlatform: the explicit platform factory (no static registrars).
+#include "platform/platform.h"
+
+#include <fcntl.h>
+
+#include "absl/strings/str_format.h"
+#include "platform/ptrace/ptrace_platform.h"
+
+namespace usentry::platform {
+
+absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
+                                                      MemoryFileInfo memory_file) {
+  if (name != "ptrace") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("NewPlatform(name=\"%s\"): unknown platform; available: ptrace", name));
+  }
+  if (memory_file.fd < 0 || fcntl(memory_file.fd, F_GETFD) < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "NewPlatform(name=\"%s\"): memory file fd %d is not an open file descriptor", name,
+        memory_file.fd));
+  }
+  return std::unique_ptr<Platform>(new ptrace::PtracePlatform(memory_file));
+}
+
+}  // namespace usentry::platform

@@ -1,0 +1,234 @@
+// Generates and maps the ptrace stub code page (see stub_code_unsafe.h).
+//
+// The code is generated with xbyak into a scratch buffer and copied into the page; it
+// is position independent (it finds its page with rip-relative lea), so the bytes do
+// not depend on which candidate address was free.
+#include "platform/ptrace/stub_code_unsafe.h"
+
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "xbyak/xbyak.h"
+
+namespace usentry::platform::ptrace {
+namespace {
+
+// Candidate page addresses, highest first. The top page (just under TASK_SIZE) is
+// above the sentry's main stack when ASLR randomizes it downward; with ASLR off (the
+// stack ends at TASK_SIZE) or a vdso up there, the next candidates sit below any
+// randomized stack top (>= TASK_SIZE - 16 GiB) and are checked for emptiness with
+// MAP_FIXED_NOREPLACE.
+constexpr uint64_t kCandidates[] = {kTaskSize - kStubPageSize, 0x7ff7fffff000, 0x7ff3fffff000,
+                                    0x7ff000000000};
+
+struct StubCode {
+  uint8_t bytes[kStubPageSize];
+  size_t size;
+  size_t syscall_site_offset;
+};
+
+// Layout:
+//   entry (offset 0):
+//     munmap(0, page)                          ; everything below the stub page
+//     munmap(page + 4096, TASK_SIZE - that)    ; everything above it (if any)
+//     kill(getpid(), SIGSTOP)                  ; the tracer takes over here
+//   fail: exit_group(kStubStartupFailedExit)
+//   syscall_site (16-aligned): syscall; int3   ; injected syscalls; int3 reports back
+//     jmp fail                                 ; never resumed past the int3 otherwise
+// No stack is used: the munmaps remove the stack this code was entered with.
+StubCode Generate() {
+  using namespace Xbyak::util;  // NOLINT: register names
+  Xbyak::CodeGenerator g(kStubPageSize, Xbyak::DontSetProtectRWE);
+  Xbyak::Label page, fail, skip_high, site;
+  g.L(page);
+  g.lea(rsi, g.ptr[rip + page]);  // len = page start
+  g.xor_(edi, edi);               // addr = 0
+  g.mov(eax, SYS_munmap);
+  g.syscall();
+  g.test(rax, rax);
+  g.jnz(fail, Xbyak::CodeGenerator::T_NEAR);
+  g.lea(rdi, g.ptr[rip + page]);
+  g.add(rdi, static_cast<uint32_t>(kStubPageSize));
+  g.mov(rsi, kTaskSize);
+  g.sub(rsi, rdi);
+  g.jz(skip_high, Xbyak::CodeGenerator::T_NEAR);  // the page is the last one
+  g.mov(eax, SYS_munmap);
+  g.syscall();
+  g.test(rax, rax);
+  g.jnz(fail, Xbyak::CodeGenerator::T_NEAR);
+  g.L(skip_high);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(edi, eax);
+  g.mov(esi, SIGSTOP);
+  g.mov(eax, SYS_kill);
+  g.syscall();
+  g.L(fail);
+  g.mov(edi, kStubStartupFailedExit);
+  g.mov(eax, SYS_exit_group);
+  g.syscall();
+  g.ud2();
+  g.align(16);
+  g.L(site);
+  g.syscall();
+  g.int3();
+  g.jmp(fail, Xbyak::CodeGenerator::T_NEAR);
+
+  StubCode out{};
+  out.size = g.getSize();
+  std::memcpy(out.bytes, g.getCode(), out.size);
+  out.syscall_site_offset = static_cast<size_t>(site.getAddress() - g.getCode());
+  return out;
+}
+
+absl::StatusOr<StubPage> MapStubPage() {
+  const StubCode code = Generate();
+  for (uint64_t addr : kCandidates) {
+    void* want = reinterpret_cast<void*>(addr);
+    void* got = mmap(want, kStubPageSize, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == MAP_FAILED) {
+      if (errno == EEXIST) continue;
+      return ErrnoStatus(absl::StrFormat("mmap(0x%x, stub page, MAP_FIXED_NOREPLACE)", addr));
+    }
+    if (got != want) {  // kernels before 4.17 treat the flag as a hint
+      munmap(got, kStubPageSize);
+      continue;
+    }
+    std::memcpy(got, code.bytes, code.size);
+    if (mprotect(got, kStubPageSize, PROT_READ | PROT_EXEC) != 0) {
+      const int err = errno;
+      munmap(got, kStubPageSize);
+      return ErrnoStatus(absl::StrFormat("mprotect(0x%x, stub page, PROT_READ|PROT_EXEC)", addr),
+                         err);
+    }
+    return StubPage{.addr = addr,
+                    .entry = addr,
+                    .syscall_site = addr + code.syscall_site_offset,
+                    .trap_rip = addr + code.syscall_site_offset + 3};  // syscall(2) + int3(1)
+  }
+  return absl::ResourceExhaustedError(
+      "mmap(stub page): every candidate address is in use in the sentry");
+}
+
+}  // namespace
+
+absl::StatusOr<StubPage> GetStubPage() {
+  static std::once_flag once;
+  static absl::StatusOr<StubPage>* page = nullptr;
+  std::call_once(once, [] { page = new absl::StatusOr<StubPage>(MapStubPage()); });
+  return *page;
+}
+
+void JumpToStub(uint64_t entry) {
+  // A plain indirect jump: the stub never returns and uses no stack.
+  asm volatile("jmp *%0" : : "r"(entry) : "memory");
+  __builtin_unreachable();
+}
+
+}  // namespace usentry::platform::ptrace
+
+namespace usentry::platform::ptrace {
+namespace {
+
+// The kernel's struct sigaction for rt_sigaction (not glibc's, whose mask is 128 bytes).
+struct KernelSigaction {
+  uint64_t handler;
+  uint64_t flags;
+  uint64_t restorer;
+  uint64_t mask;
+};
+
+[[noreturn]] void ChildExit(int code) {
+  syscall(SYS_exit_group, code);
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+const char* StubChildExitName(int code) {
+  switch (code) {
+    case kChildPdeathsig:
+      return "prctl(PR_SET_PDEATHSIG)";
+    case kChildParentGone:
+      return "parent died before PDEATHSIG was set";
+    case kChildRseq:
+      return "rseq(RSEQ_FLAG_UNREGISTER)";
+    case kChildSigaction:
+      return "rt_sigaction(SIG_DFL)";
+    case kChildSigmask:
+      return "rt_sigprocmask(SIG_SETMASK, {})";
+    case kChildCloseRange:
+      return "close_range";
+    case kChildTraceme:
+      return "ptrace(PTRACE_TRACEME)";
+    case kChildNoNewPrivs:
+      return "prctl(PR_SET_NO_NEW_PRIVS)";
+    case kChildSeccomp:
+      return "seccomp(SECCOMP_SET_MODE_FILTER)";
+    case kStubStartupFailedExit:
+      return "stub startup munmap";
+    default:
+      return "unknown step";
+  }
+}
+
+void StubChildMain(const StubChildArgs& args) {
+  // Die with the tracer thread. PDEATHSIG follows the thread that forked us, which is
+  // also the ptrace tracer (PTRACE_TRACEME attaches to the real parent thread).
+  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ChildExit(kChildPdeathsig);
+  if (syscall(SYS_getppid) != args.parent_pid) ChildExit(kChildParentGone);
+
+  // glibc registered an rseq area for the forking thread and fork keeps the
+  // registration. Once the stub unmaps the sentry's memory the kernel would fault
+  // (SIGSEGV) on it at the next preemption, or write into whatever the app maps there.
+  if (__rseq_size > 0) {
+    void* area = static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+    // glibc >= 2.40 reports the feature size (20) but registers at least 32 bytes.
+    if (syscall(SYS_rseq, area, __rseq_size, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) != 0 &&
+        syscall(SYS_rseq, area, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) != 0) {
+      ChildExit(kChildRseq);
+    }
+  }
+
+  // Handlers point into sentry code that is about to disappear; the mask is the sentry
+  // thread's. The sentry emulates app signals, so the host ones all stay default.
+  const KernelSigaction dfl{};
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    if (syscall(SYS_rt_sigaction, sig, &dfl, nullptr, sizeof(uint64_t)) != 0) {
+      ChildExit(kChildSigaction);
+    }
+  }
+  const uint64_t empty_mask = 0;
+  if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty_mask, nullptr, sizeof(uint64_t)) != 0) {
+    ChildExit(kChildSigmask);
+  }
+
+  // Keep only the memory file: not the gofer socket, stdio, or anything else.
+  const unsigned fd = static_cast<unsigned>(args.memory_fd);
+  if (fd > 0 && syscall(SYS_close_range, 0u, fd - 1, 0u) != 0) ChildExit(kChildCloseRange);
+  if (syscall(SYS_close_range, fd + 1, ~0u, 0u) != 0) ChildExit(kChildCloseRange);
+
+  if (syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) != 0) ChildExit(kChildTraceme);
+  if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildExit(kChildNoNewPrivs);
+  // Last syscall outside the stub page: from here on the filter kills any other.
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, args.filter) != 0) {
+    ChildExit(kChildSeccomp);
+  }
+  JumpToStub(args.entry);
+}
+
+}  // namespace usentry::platform::ptrace

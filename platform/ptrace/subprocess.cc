@@ -1,0 +1,234 @@
+// Stub process lifecycle and ptrace plumbing (see subprocess.h).
+#include "platform/ptrace/subprocess.h"
+
+#include <elf.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "platform/ptrace/stub_filter.h"
+
+namespace usentry::platform::ptrace {
+namespace {
+
+// Upper bound of stops we suppress while waiting for an expected one (a late interrupt
+// signal or a signal sent from outside the sandbox); more means something is wrong.
+constexpr int kMaxSpuriousStops = 100;
+
+const char* SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? abbrev : "?";
+}
+
+}  // namespace
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) {
+    const int code = WEXITSTATUS(status);
+    if (code >= kChildPdeathsig || code == kStubStartupFailedExit) {
+      return absl::StrFormat("exited with status %d (%s failed)", code, StubChildExitName(code));
+    }
+    return absl::StrFormat("exited with status %d", code);
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return absl::StrFormat("killed by signal %d (SIG%s)%s", sig, SignalName(sig),
+                           sig == SIGSYS ? ", a syscall denied by the stub seccomp filter" : "");
+  }
+  if (WIFSTOPPED(status)) {
+    return absl::StrFormat("stopped by signal %d (SIG%s), event %d", WSTOPSIG(status) & 0x7f,
+                           SignalName(WSTOPSIG(status) & 0x7f), status >> 16);
+  }
+  return absl::StrFormat("wait status 0x%x", status);
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
+  if (memory_fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("ptrace stub: invalid memory file fd %d", memory_fd));
+  }
+  ASSIGN_OR_RETURN(const StubPage stub, GetStubPage());
+  ASSIGN_OR_RETURN(const std::vector<sock_filter> filter, BuildStubFilter(stub.addr));
+  // Everything the child reads is prepared here: it must not allocate.
+  const sock_fprog prog{.len = static_cast<unsigned short>(filter.size()),
+                        .filter = const_cast<sock_filter*>(filter.data())};
+  const StubChildArgs args{
+      .memory_fd = memory_fd, .parent_pid = getpid(), .filter = &prog, .entry = stub.entry};
+
+  // A raw clone rather than fork(): no atfork handlers run in this multi-threaded
+  // process, and the child only makes raw syscalls before leaving sentry code.
+  const long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) return ErrnoStatus("clone(SIGCHLD) for the ptrace stub");
+  if (pid == 0) StubChildMain(args);
+
+  std::unique_ptr<Subprocess> sp(new Subprocess(static_cast<pid_t>(pid), memory_fd, stub));
+  RETURN_IF_ERROR(sp->FinishSetup());  // on error the destructor kills and reaps
+  return sp;
+}
+
+absl::Status Subprocess::FinishSetup() {
+  // The child stops itself with SIGSTOP at the end of the stub's startup code.
+  for (int spurious = 0;; ++spurious) {
+    ASSIGN_OR_RETURN(const int st, Wait());
+    if (dead_) return DiedError("during startup", st);
+    if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP) break;
+    if (spurious >= kMaxSpuriousStops) {
+      return absl::InternalError(
+          absl::StrFormat("ptrace stub pid=%d: unexpected stop: %s", pid_, DescribeWaitStatus(st)));
+    }
+    RETURN_IF_ERROR(Resume(PTRACE_CONT, "PTRACE_CONT"));
+  }
+  // EXITKILL: if the tracer thread exits the stub dies with it (PDEATHSIG also does).
+  // TRACESYSGOOD: syscall stops report SIGTRAP|0x80, distinct from a real SIGTRAP.
+  const long options = PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
+  if (::ptrace(PTRACE_SETOPTIONS, pid_, 0, options) != 0) {
+    return ErrnoStatus(
+        absl::StrFormat("ptrace(PTRACE_SETOPTIONS, pid=%d, EXITKILL|TRACESYSGOOD)", pid_));
+  }
+  RETURN_IF_ERROR(GetRegs(initial_regs_));
+  if (initial_regs_.rip < stub_.addr || initial_regs_.rip >= stub_.addr + kStubPageSize) {
+    return absl::InternalError(
+        absl::StrFormat("ptrace stub pid=%d stopped at rip=0x%x, outside the stub page 0x%x", pid_,
+                        initial_regs_.rip, stub_.addr));
+  }
+  // Sanity check of the injection path itself.
+  ASSIGN_OR_RETURN(const int64_t got, Inject(SYS_getpid, {}));
+  if (got != pid_) {
+    return absl::InternalError(
+        absl::StrFormat("ptrace stub pid=%d: injected getpid() returned %d", pid_, got));
+  }
+  // The XSAVE size the kernel wants back in PTRACE_SETREGSET; probed with a buffer
+  // larger than any current XSAVE layout (AMX is ~11 KiB).
+  std::vector<uint8_t> probe(64 * 1024);
+  size_t len = probe.size();
+  RETURN_IF_ERROR(GetXstate(probe.data(), len));
+  xstate_size_ = len;
+  return absl::OkStatus();
+}
+
+Subprocess::~Subprocess() {
+  if (dead_) return;
+  ::kill(pid_, SIGKILL);
+  // Reap it; after SIGKILL the only remaining wait result is its death.
+  for (;;) {
+    int st = 0;
+    const pid_t r = waitpid(pid_, &st, __WALL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) break;
+  }
+}
+
+absl::StatusOr<int> Subprocess::Wait() {
+  int st = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &st, __WALL);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return ErrnoStatus(absl::StrFormat("waitpid(pid=%d, __WALL)", pid_));
+  if (WIFEXITED(st) || WIFSIGNALED(st)) dead_ = true;
+  return st;
+}
+
+absl::Status Subprocess::DiedError(const std::string& during, int status) {
+  return absl::UnavailableError(
+      absl::StrFormat("ptrace stub pid=%d %s %s", pid_, DescribeWaitStatus(status), during));
+}
+
+absl::Status Subprocess::ExplainFailure(absl::Status st, const std::string& during) {
+  if (st.ok() || dead_ || !absl::IsNotFound(st)) return st;  // ESRCH maps to NotFound
+  // A tracee that is not in a ptrace-stop also gives ESRCH; we only call ptrace on a
+  // stopped stub, so it is dead or dying: wait for that (or for a stop, which then
+  // leaves `st` as the error).
+  absl::StatusOr<int> wst = Wait();
+  if (wst.ok() && dead_) return DiedError(during, *wst);
+  return st;
+}
+
+absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>& args) {
+  user_regs_struct r = initial_regs_;
+  r.rip = stub_.syscall_site;
+  r.rax = static_cast<uint64_t>(nr);
+  r.orig_rax = ~uint64_t{0};  // not in a syscall: no kernel restart logic on resume
+  r.rdi = args[0];
+  r.rsi = args[1];
+  r.rdx = args[2];
+  r.r10 = args[3];
+  r.r8 = args[4];
+  r.r9 = args[5];
+  RETURN_IF_ERROR(ExplainFailure(SetRegs(r), absl::StrFormat("before injected syscall %d", nr)));
+  RETURN_IF_ERROR(Resume(PTRACE_CONT, "PTRACE_CONT"));
+  for (int spurious = 0;; ++spurious) {
+    ASSIGN_OR_RETURN(const int st, Wait());
+    if (dead_) return DiedError(absl::StrFormat("while running injected syscall %d", nr), st);
+    if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP) {
+      RETURN_IF_ERROR(GetRegs(r));
+      if (r.rip == stub_.trap_rip) return static_cast<int64_t>(r.rax);
+    }
+    // Anything else is an asynchronous signal that arrived before the int3 (e.g. an
+    // interrupt meant for an earlier Switch): suppress it and let the stub go on.
+    if (spurious >= kMaxSpuriousStops) {
+      return absl::InternalError(absl::StrFormat(
+          "ptrace stub pid=%d: injected syscall %d never reached its int3; last: %s", pid_, nr,
+          DescribeWaitStatus(st)));
+    }
+    RETURN_IF_ERROR(Resume(PTRACE_CONT, "PTRACE_CONT"));
+  }
+}
+
+absl::Status Subprocess::GetRegs(user_regs_struct& regs) {
+  if (::ptrace(PTRACE_GETREGS, pid_, 0, &regs) != 0) {
+    return ErrnoStatus(absl::StrFormat("ptrace(PTRACE_GETREGS, pid=%d)", pid_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::SetRegs(const user_regs_struct& regs) {
+  if (::ptrace(PTRACE_SETREGS, pid_, 0, &regs) != 0) {
+    return ErrnoStatus(absl::StrFormat("ptrace(PTRACE_SETREGS, pid=%d, rip=0x%x, cs=0x%x)", pid_,
+                                       regs.rip, regs.cs));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::GetSiginfo(siginfo_t& info) {
+  if (::ptrace(PTRACE_GETSIGINFO, pid_, 0, &info) != 0) {
+    return ErrnoStatus(absl::StrFormat("ptrace(PTRACE_GETSIGINFO, pid=%d)", pid_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::GetXstate(void* buf, size_t& len) {
+  iovec iov{.iov_base = buf, .iov_len = len};
+  if (::ptrace(PTRACE_GETREGSET, pid_, NT_X86_XSTATE, &iov) != 0) {
+    return ErrnoStatus(
+        absl::StrFormat("ptrace(PTRACE_GETREGSET, pid=%d, NT_X86_XSTATE, len=%d)", pid_, len));
+  }
+  len = iov.iov_len;
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::SetXstate(const void* buf, size_t len) {
+  iovec iov{.iov_base = const_cast<void*>(buf), .iov_len = len};
+  if (::ptrace(PTRACE_SETREGSET, pid_, NT_X86_XSTATE, &iov) != 0) {
+    return ErrnoStatus(
+        absl::StrFormat("ptrace(PTRACE_SETREGSET, pid=%d, NT_X86_XSTATE, len=%d)", pid_, len));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::Resume(int request, const char* request_name) {
+  if (::ptrace(static_cast<__ptrace_request>(request), pid_, 0, 0) != 0) {
+    return ErrnoStatus(absl::StrFormat("ptrace(%s, pid=%d, sig=0)", request_name, pid_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace usentry::platform::ptrace

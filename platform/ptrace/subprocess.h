@@ -1,0 +1,89 @@
+// A ptrace stub process: creation (fork + filter + stub code), syscall injection,
+// register/FPU access and reaping. Used by the ptrace AddressSpace and Context.
+#ifndef USENTRY_PLATFORM_PTRACE_SUBPROCESS_H_
+#define USENTRY_PLATFORM_PTRACE_SUBPROCESS_H_
+
+#include <linux/filter.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "platform/ptrace/stub_code_unsafe.h"
+
+namespace usentry::platform::ptrace {
+
+// Describes a wait status for messages ("exited with status 3", "killed by SIGSYS").
+std::string DescribeWaitStatus(int status);
+
+// One stub process with one thread. Every method must be called on the host thread
+// that created it (ptrace's tracer is that thread), except pid().
+class Subprocess {
+ public:
+  // Forks a stub that keeps only `memory_fd` and waits until it stopped itself inside
+  // the stub page with everything else unmapped, then checks it with an injected
+  // getpid.
+  static absl::StatusOr<std::unique_ptr<Subprocess>> Create(int memory_fd);
+  // Kills (SIGKILL) and reaps the stub.
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int memory_fd() const { return memory_fd_; }
+  const StubPage& stub() const { return stub_; }
+  bool dead() const { return dead_; }
+  // Registers the stub had when it stopped; a source of valid user segment selectors.
+  const user_regs_struct& initial_regs() const { return initial_regs_; }
+  // Bytes of the host's XSAVE area as PTRACE_GETREGSET NT_X86_XSTATE returns it.
+  size_t xstate_size() const { return xstate_size_; }
+
+  // Runs syscall `nr` with `args` in the stub (which must be stopped) and returns the
+  // raw rax (negative errno on failure). Clobbers the stub's registers.
+  // Errors name the syscall number and arguments.
+  absl::StatusOr<int64_t> Inject(int nr, const std::array<uint64_t, 6>& args);
+
+  // waitpid(pid, __WALL) with EINTR retry. Marks the stub dead if it exited.
+  absl::StatusOr<int> Wait();
+  // Marks the stub dead (it was reaped by Wait or died); the destructor then skips it.
+  void MarkDead() { dead_ = true; }
+
+  absl::Status GetRegs(user_regs_struct& regs);
+  absl::Status SetRegs(const user_regs_struct& regs);
+  absl::Status GetSiginfo(siginfo_t& info);
+  absl::Status GetXstate(void* buf, size_t& len);
+  absl::Status SetXstate(const void* buf, size_t len);
+  // Resumes the stub with `request` (PTRACE_CONT, PTRACE_SYSEMU), never delivering a
+  // signal: host signals are the sentry's to emulate.
+  absl::Status Resume(int request, const char* request_name);
+
+  // If `st` failed because the stub is gone (ESRCH: killed from outside, e.g. OOM or a
+  // SIGKILL), reaps it and returns the death as the error; otherwise returns `st`.
+  absl::Status ExplainFailure(absl::Status st, const std::string& during);
+
+  // "stub pid=123 <status>" for a non-OK Status after the stub died.
+  absl::Status DiedError(const std::string& during, int status);
+
+ private:
+  Subprocess(pid_t pid, int memory_fd, StubPage stub)
+      : pid_(pid), memory_fd_(memory_fd), stub_(stub) {}
+  absl::Status FinishSetup();
+
+  const pid_t pid_;
+  const int memory_fd_;
+  const StubPage stub_;
+  bool dead_ = false;
+  user_regs_struct initial_regs_{};
+  size_t xstate_size_ = 0;
+};
+
+}  // namespace usentry::platform::ptrace
+
+#endif  // USENTRY_PLATFORM_PTRACE_SUBPROCESS_H_
