@@ -19,7 +19,8 @@ Kernel::Kernel(KernelOptions opts, std::unique_ptr<platform::Platform> platform,
       platform_(std::move(platform)),
       mf_(std::move(mf)),
       vfs_(std::move(vfs)),
-      boot_time_(absl::Now()) {}
+      boot_time_(absl::Now()),
+      hostname_(opts_.hostname) {}
 
 Kernel::~Kernel() = default;
 

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "platform/platform.h"
 #include "sentry/kernel/credentials.h"
+#include "sentry/kernel/futex.h"
 
 namespace usentry::gofer {
 class Client;
@@ -59,6 +60,9 @@ class Kernel {
   mm::MemoryFile& memory_file() const { return *mf_; }
   vfs::Vfs& vfs() const { return *vfs_; }
   absl::Time boot_time() const { return boot_time_; }
+  FutexTable& futexes() { return futexes_; }
+  const std::string& hostname() const { return hostname_; }
+  void set_hostname(std::string h) { hostname_ = std::move(h); }
 
   // Allocates the next free PID (for a thread group leader or a thread).
   int32_t AllocatePid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
@@ -92,6 +96,8 @@ class Kernel {
   std::unique_ptr<mm::MemoryFile> mf_;
   std::unique_ptr<vfs::Vfs> vfs_;
   absl::Time boot_time_;
+  std::string hostname_;
+  FutexTable futexes_;
   int32_t next_pid_ = 1;
   std::map<int32_t, Task*> tasks_;
   std::map<int32_t, std::shared_ptr<ThreadGroup>> groups_;  // live and zombie

@@ -2,6 +2,7 @@
 #include "sentry/kernel/task_exit.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 

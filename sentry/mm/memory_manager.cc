@@ -6,7 +6,6 @@
 
 #include <cstring>
 
-#include "absl/log/check.h"
 
 namespace usentry::sentry::mm {
 

@@ -11,8 +11,10 @@ namespace usentry::sentry::mm {
 
 namespace {
 constexpr uint64_t kMinAddr = 0x10000;
-// Address-space reservation for the heap: brk grows inside it without moving.
-constexpr uint64_t kHeapReserve = 4ull << 30;
+// Largest heap brk may make (RLIMIT_DATA-like), and the memory-file reservation a heap
+// starts with: brk grows inside it in place and doubles it (copying) when it runs out.
+constexpr uint64_t kHeapMax = 64ull << 30;
+constexpr uint64_t kHeapInitialReserve = 64ull << 20;
 
 uint64_t PageUp(uint64_t v) { return (v + kPageSize - 1) & ~(kPageSize - 1); }
 }  // namespace
@@ -102,7 +104,7 @@ SysStatus MemoryManager::MProtect(GuestAddr addr, uint64_t len, int prot) {
 
 SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
   uint64_t addr = want.value();
-  if (addr < brk_base_ || addr > brk_base_ + kHeapReserve) return GuestAddr(brk_);
+  if (addr < brk_base_ || addr > brk_base_ + kHeapMax) return GuestAddr(brk_);
   uint64_t old_end = PageUp(brk_);
   uint64_t new_end = PageUp(addr);
   auto heap_it = vmas_.find(brk_base_);
@@ -110,8 +112,9 @@ SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
                                                                             : nullptr;
   if (new_end > old_end) {
     if (!RangeFree(old_end, new_end)) return GuestAddr(brk_);
+    uint64_t need = new_end - brk_base_;
     if (!heap) {
-      std::shared_ptr<MemoryRange> r = mf_->Allocate(kHeapReserve);
+      std::shared_ptr<MemoryRange> r = mf_->Allocate(std::max(need, kHeapInitialReserve));
       if (!r) return GuestAddr(brk_);
       Vma v;
       v.start = brk_base_;
@@ -121,6 +124,17 @@ SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
       v.name = "[heap]";
       if (!InsertVma(std::move(v)).ok()) return GuestAddr(brk_);
     } else {
+      if (need > heap->range->len() - heap->range_off) {
+        // Out of reservation: move the heap's pages to a range twice as large.
+        uint64_t cap = std::max(need, 2 * (heap->range->len() - heap->range_off));
+        std::shared_ptr<MemoryRange> r = mf_->Allocate(cap);
+        if (!r) return GuestAddr(brk_);
+        mf_->CopySparse(heap->range->offset() + heap->range_off, r->offset(),
+                        heap->end - heap->start);
+        heap->range = std::move(r);
+        heap->range_off = 0;
+        MapIntoAs(*heap);
+      }
       uint64_t grow_from = heap->end;
       heap->end = new_end;
       if (as_) {

@@ -1,0 +1,146 @@
+// clone/fork/vfork and execve.
+#include "sentry/kernel/task_clone.h"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <cstring>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/loader/loader.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/signal/signal.h"
+#include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/fs_context.h"
+
+namespace usentry::sentry {
+
+namespace {
+
+constexpr uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                                     CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP |
+                                     CLONE_NEWTIME;
+constexpr uint64_t kUserCs = 0x33;
+constexpr uint64_t kUserSs = 0x2b;
+
+void ReleaseVforkParent(ThreadGroup& tg) {
+  if (!tg.vfork_pending) return;
+  tg.vfork_pending = false;
+  tg.vfork_wq.Notify(kAllEvents);
+}
+
+}  // namespace
+
+SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
+  Kernel& k = parent.kernel();
+  if (a.flags & kNamespaceFlags) return Errno{EPERM};
+  if (a.flags & (CLONE_THREAD | CLONE_SIGHAND)) {
+    // Threads arrive with the compatibility work; the task model already has per-thread
+    // state. CLONE_SIGHAND is only meaningful with CLONE_VM threads here.
+    if (a.flags & CLONE_THREAD) return Errno{EINVAL};
+  }
+  if ((a.flags & CLONE_SIGHAND) && !(a.flags & CLONE_VM)) return Errno{EINVAL};
+
+  // The child's address space: a private copy even for CLONE_VM (see header).
+  std::shared_ptr<mm::MemoryManager> child_mm = parent.mm().Fork();
+  if (!child_mm) return Errno{ENOMEM};
+
+  int32_t pid = k.AllocatePid();
+  if (pid < 0) return Errno{EAGAIN};
+  ThreadGroup& ptg = parent.thread_group();
+  auto tg = std::make_shared<ThreadGroup>(pid);
+  tg->parent = (a.flags & CLONE_PARENT) ? ptg.parent : ptg.weak_from_this();
+  tg->pgid = ptg.pgid;
+  tg->sid = ptg.sid;
+  tg->exit_signal = a.exit_signal;
+  *tg->handlers = *ptg.handlers;
+  tg->rlimits = ptg.rlimits;
+  std::shared_ptr<ThreadGroup> real_parent = tg->parent.lock();
+  if (!real_parent) return Errno{EINVAL};
+
+  auto* child = new Task(&k, tg, pid);
+  child->set_mm(std::move(child_mm));
+  child->set_fds((a.flags & CLONE_FILES) ? parent.fds_ptr() : parent.fds().Fork());
+  child->set_fs((a.flags & CLONE_FS) ? parent.fs_ptr() : parent.fs().Fork());
+  child->creds() = parent.creds();
+  child->comm = parent.comm;
+  child->sig->mask = parent.sig->mask;
+  child->sig->altstack = parent.sig->altstack;
+
+  platform::Registers& regs = child->regs();
+  // The child continues from the same point with the parent's registers and FPU state.
+  if (!parent.regs().fp_valid && parent.ctx && parent.mm().address_space()) {
+    (void)parent.ctx->LoadFpState(*parent.mm().address_space(), parent.regs());
+  }
+  regs = parent.regs();
+  regs.fp_dirty = regs.fp_valid;
+  regs.gp.rax = 0;
+  if (!a.stack.IsNull()) regs.gp.rsp = a.stack.value();
+  if (a.flags & CLONE_SETTLS) regs.gp.fs_base = a.tls;
+
+  if (a.flags & CLONE_PARENT_SETTID) {
+    RETURN_IF_ERRNO(parent.mm().CopyOutObj<int32_t>(a.parent_tid, pid));
+  }
+  if (a.flags & CLONE_CHILD_SETTID) {
+    (void)child->mm().CopyOutObj<int32_t>(a.child_tid, pid);
+  }
+  if (a.flags & CLONE_CHILD_CLEARTID) child->clear_child_tid = a.child_tid.value();
+
+  tg->tasks.push_back(child);
+  real_parent->children.push_back(tg);
+  k.RegisterThreadGroup(tg);
+  k.RegisterTask(child);
+  if (a.flags & CLONE_VFORK) tg->vfork_pending = true;
+  k.StartTask(child);
+
+  if (a.flags & CLONE_VFORK) {
+    // Like Linux, the wait is killable but not interruptible by ordinary signals.
+    Waiter w(&parent);
+    ScopedWait sw(tg->vfork_wq, w, kAllEvents);
+    // Sleep on the task's condition variable directly: pending signals must not end
+    // this wait (Task::Block would return EINTR at once and spin).
+    while (tg->vfork_pending && !parent.killed && !ptg.exiting) parent.cv.Wait(&k.mu);
+  }
+  return pid;
+}
+
+void ResetRegistersForExec(Task& t, uint64_t entry, uint64_t sp) {
+  platform::Registers& regs = t.regs();
+  memset(&regs.gp, 0, sizeof(regs.gp));
+  regs.gp.rip = entry;
+  regs.gp.rsp = sp;
+  regs.gp.cs = kUserCs;
+  regs.gp.ss = kUserSs;
+  regs.gp.eflags = 0x202;  // IF set, as the CPU requires for user mode
+  regs.gp.orig_rax = static_cast<uint64_t>(-1);
+  // A new image starts with the initial FPU state of its new stub.
+  regs.fp_valid = false;
+  regs.fp_dirty = false;
+  t.regs_replaced = true;
+}
+
+SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> argv,
+                   std::vector<std::string> envp) {
+  ASSIGN_OR_RETURN_ERRNO(loader::LoadedImage img, loader::Load(t, path, std::move(argv), envp));
+  // Point of no return.
+  ThreadGroup& tg = t.thread_group();
+  t.set_mm(std::move(img.mm));
+  t.fds().CloseOnExec();
+  // Caught signals revert to the default; ignored ones stay ignored (execve(2)).
+  auto handlers = std::make_shared<SignalHandlers>(*tg.handlers);
+  for (KSigAction& act : handlers->actions) {
+    if (act.handler != reinterpret_cast<uint64_t>(SIG_IGN)) act = KSigAction{};
+  }
+  tg.handlers = std::move(handlers);
+  t.sig->altstack = stack_t{nullptr, SS_DISABLE, 0};
+  t.comm = img.comm;
+  t.clear_child_tid = 0;
+  t.robust_list = 0;
+  ResetRegistersForExec(t, img.entry, img.sp);
+  ReleaseVforkParent(tg);
+  return SysOk();
+}
+
+}  // namespace usentry::sentry

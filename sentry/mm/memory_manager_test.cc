@@ -1,0 +1,191 @@
+// VMA bookkeeping and copy helpers of the MemoryManager, without a platform.
+#include "sentry/mm/memory_manager.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "gtest/gtest.h"
+
+namespace usentry::sentry::mm {
+namespace {
+
+constexpr uint64_t kTop = 0x7ff000000000;
+
+class MemoryManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = MemoryFile::Create(1ull << 30);
+    ASSERT_TRUE(f.ok()) << f.status();
+    mf_ = std::move(f).value();
+    mm_ = std::make_unique<MemoryManager>(mf_.get(), kTop);
+  }
+
+  GuestAddr Map(uint64_t len, int prot = PROT_READ | PROT_WRITE, int flags = MAP_PRIVATE,
+                GuestAddr addr = GuestAddr()) {
+    MMapOpts o;
+    o.addr = addr;
+    o.len = len;
+    o.prot = prot;
+    o.flags = flags | MAP_ANONYMOUS;
+    auto r = mm_->MMap(o);
+    EXPECT_TRUE(r.ok()) << r.error();
+    return r.ok() ? r.value() : GuestAddr();
+  }
+
+  std::unique_ptr<MemoryFile> mf_;
+  std::unique_ptr<MemoryManager> mm_;
+};
+
+TEST_F(MemoryManagerTest, AnonymousMappingIsZeroAndWritable) {
+  GuestAddr a = Map(3 * kPageSize);
+  ASSERT_TRUE(a.PageAligned());
+  uint64_t v = 1;
+  ASSERT_TRUE(mm_->CopyIn(a + 8, &v, sizeof(v)).ok());
+  EXPECT_EQ(v, 0u);
+  const char msg[] = "hello across pages";
+  ASSERT_TRUE(mm_->CopyOut(a + kPageSize - 5, msg, sizeof(msg)).ok());
+  char back[sizeof(msg)];
+  ASSERT_TRUE(mm_->CopyIn(a + kPageSize - 5, back, sizeof(back)).ok());
+  EXPECT_STREQ(back, msg);
+  auto s = mm_->CopyInString(a + kPageSize - 5, 100);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.value(), msg);
+}
+
+TEST_F(MemoryManagerTest, UnmappedAndProtectedAccessIsEfault) {
+  GuestAddr a = Map(2 * kPageSize);
+  char buf[16] = {};
+  // Past the end of the mapping, and straddling it.
+  EXPECT_EQ(mm_->CopyIn(a + 2 * kPageSize, buf, 1).error(), EFAULT);
+  EXPECT_EQ(mm_->CopyIn(a + 2 * kPageSize - 8, buf, 16).error(), EFAULT);
+  EXPECT_EQ(mm_->CopyOut(GuestAddr(0), buf, 1).error(), EFAULT);
+  EXPECT_EQ(mm_->CopyOut(GuestAddr(~0ull - 4), buf, 8).error(), EFAULT);
+  ASSERT_TRUE(mm_->MProtect(a + kPageSize, kPageSize, PROT_READ).ok());
+  EXPECT_TRUE(mm_->CopyIn(a + kPageSize, buf, 8).ok());
+  EXPECT_EQ(mm_->CopyOut(a + kPageSize, buf, 8).error(), EFAULT);
+  ASSERT_TRUE(mm_->MProtect(a, kPageSize, PROT_NONE).ok());
+  EXPECT_EQ(mm_->CopyIn(a, buf, 8).error(), EFAULT);
+  // The loader's forced write ignores protections but not holes.
+  EXPECT_TRUE(mm_->CopyOutForce(a, buf, 8).ok());
+  EXPECT_EQ(mm_->CopyOutForce(a + 2 * kPageSize, buf, 8).error(), EFAULT);
+}
+
+TEST_F(MemoryManagerTest, MunmapInTheMiddleSplitsTheVma) {
+  GuestAddr a = Map(3 * kPageSize);
+  uint32_t marker = 0xabcd;
+  ASSERT_TRUE(mm_->CopyOut(a + 2 * kPageSize, &marker, 4).ok());
+  ASSERT_TRUE(mm_->MUnmap(a + kPageSize, kPageSize).ok());
+  EXPECT_EQ(mm_->vmas().size(), 2u);
+  char c;
+  EXPECT_TRUE(mm_->CopyIn(a, &c, 1).ok());
+  EXPECT_EQ(mm_->CopyIn(a + kPageSize, &c, 1).error(), EFAULT);
+  uint32_t got = 0;
+  ASSERT_TRUE(mm_->CopyIn(a + 2 * kPageSize, &got, 4).ok());
+  EXPECT_EQ(got, marker);  // the tail kept its contents after the split
+  EXPECT_EQ(mm_->MUnmap(a + 1, kPageSize).error(), EINVAL);
+  EXPECT_EQ(mm_->MUnmap(a, 0).error(), EINVAL);
+}
+
+TEST_F(MemoryManagerTest, MprotectNeedsTheWholeRangeMapped) {
+  GuestAddr a = Map(kPageSize);
+  EXPECT_EQ(mm_->MProtect(a, 2 * kPageSize, PROT_READ).error(), ENOMEM);
+  EXPECT_EQ(mm_->MProtect(a + 1, kPageSize, PROT_READ).error(), EINVAL);
+  EXPECT_EQ(mm_->MProtect(a, kPageSize, 0x100).error(), EINVAL);
+}
+
+TEST_F(MemoryManagerTest, FixedAndNoReplace) {
+  GuestAddr a = Map(2 * kPageSize);
+  MMapOpts o;
+  o.addr = a;
+  o.len = kPageSize;
+  o.prot = PROT_READ;
+  o.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+  EXPECT_EQ(mm_->MMap(o).error(), EEXIST);
+  o.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+  o.addr = a + 1;
+  EXPECT_EQ(mm_->MMap(o).error(), EINVAL);
+  o.addr = GuestAddr(0x1000);
+  EXPECT_EQ(mm_->MMap(o).error(), EPERM);  // below mmap_min_addr
+  o.addr = GuestAddr(kTop);
+  EXPECT_EQ(mm_->MMap(o).error(), ENOMEM);  // the stub region is not the app's
+  o.addr = a;
+  auto r = mm_->MMap(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), a);
+  EXPECT_EQ(mm_->vmas().size(), 2u);  // replaced the first page only
+}
+
+TEST_F(MemoryManagerTest, BrkGrowsAndShrinks) {
+  mm_->SetBrkBase(GuestAddr(0x600000));
+  EXPECT_EQ(mm_->Brk(GuestAddr(0)).value(), GuestAddr(0x600000));
+  EXPECT_EQ(mm_->Brk(GuestAddr(0x600000 + 3 * kPageSize + 7)).value(),
+            GuestAddr(0x600000 + 3 * kPageSize + 7));
+  char c = 'x';
+  EXPECT_TRUE(mm_->CopyOut(GuestAddr(0x600000 + 3 * kPageSize + 6), &c, 1).ok());
+  EXPECT_EQ(mm_->CopyOut(GuestAddr(0x600000 + 4 * kPageSize), &c, 1).error(), EFAULT);
+  EXPECT_TRUE(mm_->Brk(GuestAddr(0x600000 + kPageSize)).ok());
+  EXPECT_EQ(mm_->CopyOut(GuestAddr(0x600000 + kPageSize), &c, 1).error(), EFAULT);
+  // Below the base: unchanged.
+  EXPECT_EQ(mm_->Brk(GuestAddr(0x500000)).value(), GuestAddr(0x600000 + kPageSize));
+}
+
+TEST_F(MemoryManagerTest, ForkCopiesPrivateAndSharesShared) {
+  GuestAddr priv = Map(kPageSize);
+  GuestAddr shared = Map(kPageSize, PROT_READ | PROT_WRITE, MAP_SHARED);
+  uint32_t one = 1;
+  ASSERT_TRUE(mm_->CopyOut(priv, &one, 4).ok());
+  ASSERT_TRUE(mm_->CopyOut(shared, &one, 4).ok());
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  ASSERT_NE(child, nullptr);
+  uint32_t two = 2;
+  ASSERT_TRUE(child->CopyOut(priv, &two, 4).ok());
+  ASSERT_TRUE(child->CopyOut(shared, &two, 4).ok());
+  uint32_t v = 0;
+  ASSERT_TRUE(mm_->CopyIn(priv, &v, 4).ok());
+  EXPECT_EQ(v, 1u);  // private: the parent's copy is untouched
+  ASSERT_TRUE(mm_->CopyIn(shared, &v, 4).ok());
+  EXPECT_EQ(v, 2u);  // shared: both see the write
+}
+
+TEST_F(MemoryManagerTest, MremapGrowsInPlaceOrMoves) {
+  GuestAddr a = Map(kPageSize);
+  uint32_t marker = 77;
+  ASSERT_TRUE(mm_->CopyOut(a, &marker, 4).ok());
+  // Block the space after `a` so that growth must move.
+  Map(kPageSize, PROT_READ, MAP_PRIVATE | MAP_FIXED, a + kPageSize);
+  EXPECT_EQ(mm_->MRemap(a, kPageSize, 4 * kPageSize, 0, GuestAddr()).error(), ENOMEM);
+  auto moved = mm_->MRemap(a, kPageSize, 4 * kPageSize, MREMAP_MAYMOVE, GuestAddr());
+  ASSERT_TRUE(moved.ok());
+  EXPECT_NE(moved.value(), a);
+  uint32_t v = 0;
+  ASSERT_TRUE(mm_->CopyIn(moved.value(), &v, 4).ok());
+  EXPECT_EQ(v, marker);
+  EXPECT_TRUE(mm_->CopyIn(moved.value() + 3 * kPageSize, &v, 4).ok());
+  EXPECT_EQ(mm_->CopyIn(a, &v, 4).error(), EFAULT);
+}
+
+TEST_F(MemoryManagerTest, DontNeedZeroesPrivateAnonymousPages) {
+  GuestAddr a = Map(kPageSize);
+  uint32_t one = 1;
+  ASSERT_TRUE(mm_->CopyOut(a, &one, 4).ok());
+  ASSERT_TRUE(mm_->MAdviseDontNeed(a, kPageSize).ok());
+  uint32_t v = 5;
+  ASSERT_TRUE(mm_->CopyIn(a, &v, 4).ok());
+  EXPECT_EQ(v, 0u);
+}
+
+TEST_F(MemoryManagerTest, TranslateIovecsChecksEveryElement) {
+  GuestAddr a = Map(kPageSize);
+  uint64_t iov[4] = {a.value() + 16, 8, 0x10, 8};  // second element points nowhere
+  ASSERT_TRUE(mm_->CopyOut(a, iov, sizeof(iov)).ok());
+  EXPECT_EQ(mm_->TranslateIovecs(a, 2, Access::kWrite).error(), EFAULT);
+  auto one = mm_->TranslateIovecs(a, 1, Access::kWrite);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one.value().size(), 1u);
+  EXPECT_EQ(one.value()[0].iov_len, 8u);
+  EXPECT_EQ(mm_->TranslateIovecs(a, -1, Access::kRead).error(), EINVAL);
+}
+
+}  // namespace
+}  // namespace usentry::sentry::mm

@@ -1,0 +1,170 @@
+// RunSentry: assembles the kernel (memory file, platform, gofer client, VFS), starts the
+// first process and waits for it to end.
+#include "sentry/sentry_main.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "absl/strings/str_split.h"
+#include "gofer/client.h"
+#include "sentry/fsimpl/devfs.h"
+#include "sentry/fsimpl/host_file.h"
+#include "sentry/fsimpl/procfs.h"
+#include "sentry/fsimpl/sandbox_vfs.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/task_clone.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_file.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/fs_context.h"
+#include "sentry/vfs/task_context.h"
+
+namespace usentry::sentry {
+
+namespace {
+
+constexpr int kExitSetupFailed = 125;
+constexpr int kExitNotExecutable = 126;
+constexpr int kExitNotFound = 127;
+// Address space reserved for app memory (sparse: only touched pages cost anything).
+constexpr uint64_t kMemoryFileCapacity = 1ull << 40;
+
+void DefaultLimits(ThreadGroup& tg) {
+  for (rlimit& r : tg.rlimits) r = {RLIM_INFINITY, RLIM_INFINITY};
+  tg.rlimits[RLIMIT_STACK] = {8 << 20, RLIM_INFINITY};
+  tg.rlimits[RLIMIT_NOFILE] = {vfs::FdTable::kDefaultLimit, vfs::FdTable::kMaxLimit};
+  tg.rlimits[RLIMIT_CORE] = {0, RLIM_INFINITY};
+  tg.rlimits[RLIMIT_NPROC] = {4096, 4096};
+  tg.rlimits[RLIMIT_MEMLOCK] = {8 << 20, 8 << 20};
+  tg.rlimits[RLIMIT_SIGPENDING] = {4096, 4096};
+  tg.rlimits[RLIMIT_MSGQUEUE] = {819200, 819200};
+}
+
+std::string EnvValue(const std::vector<std::string>& envp, const std::string& key) {
+  for (const std::string& e : envp) {
+    if (e.size() > key.size() && e.compare(0, key.size(), key) == 0 && e[key.size()] == '=') {
+      return e.substr(key.size() + 1);
+    }
+  }
+  return "";
+}
+
+// execvp-style lookup of a program name without '/': the first PATH entry that execs.
+// Returns the errno of the best failure (EACCES beats ENOENT, as execvp reports).
+SysStatus ExecSearchingPath(Task& t, const SentryConfig& cfg) {
+  const std::string& prog = cfg.argv[0];
+  if (prog.find('/') != std::string::npos) return DoExecve(t, prog, cfg.argv, cfg.envp);
+  std::string path = EnvValue(cfg.envp, "PATH");
+  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  int best = ENOENT;
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    std::string candidate = dir.empty() ? prog : std::string(dir) + "/" + prog;
+    SysStatus s = DoExecve(t, candidate, cfg.argv, cfg.envp);
+    if (s.ok()) return s;
+    if (s.error() != ENOENT && s.error() != ENOTDIR) best = s.error();
+  }
+  return Errno{best};
+}
+
+int ExitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  return 128 + WTERMSIG(wait_status);
+}
+
+}  // namespace
+
+int RunSentry(const SentryConfig& cfg) {
+  auto fail = [](const std::string& what, const absl::Status& s) {
+    fprintf(stderr, "usentry: %s: %s\n", what.c_str(), std::string(s.message()).c_str());
+    return kExitSetupFailed;
+  };
+  if (cfg.argv.empty()) {
+    fprintf(stderr, "usentry: no program to run\n");
+    return kExitSetupFailed;
+  }
+  auto mf = mm::MemoryFile::Create(kMemoryFileCapacity);
+  if (!mf.ok()) return fail("memory file", mf.status());
+  auto platform = platform::NewPlatform(cfg.platform, platform::MemoryFileInfo{(*mf)->fd()});
+  if (!platform.ok()) return fail("platform", platform.status());
+  auto gofer = std::make_unique<gofer::Client>(UniqueFd(cfg.gofer_fd));
+  fsimpl::VfsConfig vcfg;
+  vcfg.mounts = cfg.mounts;
+  vcfg.workdir = cfg.workdir;
+  vcfg.tmpfs_limit_bytes = cfg.tmpfs_limit_bytes;
+  auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg);
+  if (!vfs.ok()) return fail("filesystem", vfs.status());
+
+  KernelOptions opts;
+  opts.strace = cfg.strace;
+  opts.report_unsupported = cfg.report_unsupported;
+  opts.hostname = cfg.hostname;
+  Credentials& c = opts.initial_creds;
+  c.ruid = c.euid = c.suid = c.fsuid = cfg.uid;
+  c.rgid = c.egid = c.sgid = c.fsgid = cfg.gid;
+  auto kernel = std::make_unique<Kernel>(opts, std::move(platform).value(), std::move(mf).value(),
+                                         std::move(vfs).value());
+  Kernel& k = *kernel;
+  if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k); !s.ok()) return fail("/dev", s);
+  if (absl::Status s = fsimpl::MountProcfs(k.vfs(), k); !s.ok()) return fail("/proc", s);
+
+  int exit_code;
+  {
+    absl::MutexLock lock(&k.mu);
+    int32_t pid = k.AllocatePid();
+    auto tg = std::make_shared<ThreadGroup>(pid);
+    tg->pgid = tg->sid = pid;
+    DefaultLimits(*tg);
+    auto* task = new Task(&k, tg, pid);
+    task->creds() = opts.initial_creds;
+    vfs::Path root = k.vfs().root();
+    vfs::ResolveContext rc;
+    rc.creds = &task->creds();
+    rc.root = root;
+    rc.start = root;
+    auto cwd = k.vfs().Resolve(rc, cfg.workdir, true);
+    task->set_fs(std::make_shared<vfs::FsContext>(root, cwd.ok() ? *cwd : root));
+    auto fds = std::make_shared<vfs::FdTable>();
+    for (int i = 0; i < 3; i++) {
+      int flags = i == 0 ? O_RDONLY : O_WRONLY;
+      (void)fds->Install(fsimpl::NewHostFile(k, cfg.stdio_fds[i], flags), false, i);
+    }
+    task->set_fds(std::move(fds));
+    // The first image is loaded before the task runs so that "not found" and "not
+    // executable" become usentry's exit codes 127/126, as in a shell.
+    task->set_mm(std::make_shared<mm::MemoryManager>(&k.memory_file(), 1ull << 40));
+    SysStatus s = ExecSearchingPath(*task, cfg);
+    if (!s.ok()) {
+      fprintf(stderr, "usentry: %s: %s\n", cfg.argv[0].c_str(),
+              s.error() == ENOENT ? "command not found" : strerror(s.error()));
+      task->set_mm(nullptr);
+      delete task;
+      return s.error() == ENOENT ? kExitNotFound : kExitNotExecutable;
+    }
+    tg->tasks.push_back(task);
+    k.RegisterThreadGroup(tg);
+    k.RegisterTask(task);
+    k.StartTask(task);
+    while (!k.init_exited) k.init_exit_cv.Wait(&k.mu);
+    // Every other process was killed with init; let their threads finish (bounded).
+    absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (k.running_threads > 0 && absl::Now() < give_up) {
+      k.threads_cv.WaitWithDeadline(&k.mu, give_up);
+    }
+    exit_code = ExitCodeOf(k.init_wait_status);
+    if (k.running_threads > 0) {
+      // A task thread is stuck in a host call; exiting the sentry kills its stubs.
+      fflush(stderr);
+      _exit(exit_code);
+    }
+  }
+  kernel.reset();
+  return exit_code;
+}
+
+}  // namespace usentry::sentry

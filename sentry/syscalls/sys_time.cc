@@ -1,0 +1,135 @@
+// Time syscalls: clocks read from the host's clocks (the sentry may call clock_gettime),
+// sleeps implemented as interruptible waits in the sentry.
+#include <sys/time.h>
+#include <sys/times.h>
+#include <time.h>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/sys_info.h"
+
+namespace usentry::sentry {
+
+namespace {
+
+constexpr int64_t kNsPerSec = 1000000000;
+constexpr int kClockTicks = 100;
+
+bool ValidTimespec(const timespec& ts) {
+  return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < kNsPerSec;
+}
+
+// Host clock for an app clock id. CPU-time clocks are approximated by the process's
+// lifetime until per-stub CPU accounting lands (documented in the table).
+SysResult<clockid_t> HostClock(int clock) {
+  switch (clock) {
+    case CLOCK_REALTIME:
+    case CLOCK_MONOTONIC:
+    case CLOCK_MONOTONIC_RAW:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_MONOTONIC_COARSE:
+    case CLOCK_BOOTTIME:
+    case CLOCK_TAI:
+      return clock;
+    case CLOCK_PROCESS_CPUTIME_ID:
+    case CLOCK_THREAD_CPUTIME_ID:
+      return CLOCK_THREAD_CPUTIME_ID;
+    case CLOCK_REALTIME_ALARM:
+    case CLOCK_BOOTTIME_ALARM:
+      return clock - 8 == 0 ? CLOCK_REALTIME : CLOCK_BOOTTIME;
+    default:
+      return Errno{EINVAL};
+  }
+}
+
+// Sleeps until `deadline`; on a signal writes the remaining time to `rem` (if given).
+SyscallResult SleepUntil(Task& t, absl::Time deadline, mm::GuestAddr rem) {
+  Waiter w(&t);
+  SysStatus s = t.Block(w, deadline);
+  if (s.ok() || s.error() == ETIMEDOUT) return 0;
+  if (!rem.IsNull()) {
+    absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    timespec ts = absl::ToTimespec(left);
+    RETURN_IF_ERRNO(t.mm().CopyOutObj(rem, ts));
+  }
+  return Errno{kERestartRestartBlock};
+}
+
+}  // namespace
+
+SyscallResult SysClockGettime(Task& t, const SyscallArgs& a) {
+  ASSIGN_OR_RETURN_ERRNO(clockid_t host, HostClock(a.i32(0)));
+  timespec ts{};
+  if (clock_gettime(host, &ts) != 0) return Errno{EINVAL};
+  RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ts));
+  return 0;
+}
+
+SyscallResult SysClockGetres(Task& t, const SyscallArgs& a) {
+  ASSIGN_OR_RETURN_ERRNO(clockid_t host, HostClock(a.i32(0)));
+  timespec ts{};
+  clock_getres(host, &ts);
+  if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ts));
+  return 0;
+}
+
+SyscallResult SysGettimeofday(Task& t, const SyscallArgs& a) {
+  if (!a.ptr(0).IsNull()) {
+    timeval tv{};
+    gettimeofday(&tv, nullptr);
+    RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), tv));
+  }
+  if (!a.ptr(1).IsNull()) {
+    struct timezone tz {};  // UTC: the sandbox has no host timezone
+    RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), tz));
+  }
+  return 0;
+}
+
+SyscallResult SysTime(Task& t, const SyscallArgs& a) {
+  int64_t now = absl::ToUnixSeconds(absl::Now());
+  if (!a.ptr(0).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), now));
+  return static_cast<uint64_t>(now);
+}
+
+SyscallResult SysNanosleep(Task& t, const SyscallArgs& a) {
+  ASSIGN_OR_RETURN_ERRNO(timespec req, t.mm().CopyInObj<timespec>(a.ptr(0)));
+  if (!ValidTimespec(req)) return Errno{EINVAL};
+  return SleepUntil(t, absl::Now() + absl::DurationFromTimespec(req), a.ptr(1));
+}
+
+SyscallResult SysClockNanosleep(Task& t, const SyscallArgs& a) {
+  int clock = a.i32(0);
+  int flags = a.i32(1);
+  if (clock == CLOCK_THREAD_CPUTIME_ID) return Errno{EINVAL};
+  ASSIGN_OR_RETURN_ERRNO(clockid_t host, HostClock(clock));
+  ASSIGN_OR_RETURN_ERRNO(timespec req, t.mm().CopyInObj<timespec>(a.ptr(2)));
+  if (!ValidTimespec(req)) return Errno{EINVAL};
+  absl::Duration d = absl::DurationFromTimespec(req);
+  if (flags & TIMER_ABSTIME) {
+    timespec now{};
+    clock_gettime(host, &now);
+    d = d - absl::DurationFromTimespec(now);
+    // An absolute sleep is simply resumed after a signal: no remaining time.
+    return SleepUntil(t, absl::Now() + d, mm::GuestAddr());
+  }
+  return SleepUntil(t, absl::Now() + d, a.ptr(3));
+}
+
+SyscallResult SysTimes(Task& t, const SyscallArgs& a) {
+  ThreadGroup& tg = t.thread_group();
+  auto ticks = [](int64_t us) { return static_cast<clock_t>(us * kClockTicks / 1000000); };
+  if (!a.ptr(0).IsNull()) {
+    struct tms b {};
+    b.tms_utime = ticks(tg.utime_us);
+    b.tms_stime = ticks(tg.stime_us);
+    b.tms_cutime = ticks(tg.child_utime_us);
+    b.tms_cstime = ticks(tg.child_stime_us);
+    RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), b));
+  }
+  return static_cast<uint64_t>(
+      absl::ToInt64Milliseconds(absl::Now() - t.kernel().boot_time()) / 10);
+}
+
+}  // namespace usentry::sentry
