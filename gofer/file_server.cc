@@ -29,8 +29,10 @@ Attr ToAttr(const struct stat& st) {
   return a;
 }
 
-absl::StatusOr<std::unique_ptr<FileServer>> FileServer::Create(const GoferConfig& config) {
+absl::StatusOr<std::unique_ptr<FileServer>> FileServer::Create(const GoferConfig& config,
+                                                               size_t max_handles) {
   std::unique_ptr<FileServer> server(new FileServer());
+  server->max_handles_ = max_handles;
   for (const TreeConfig& tc : config.trees) {
     for (const Tree& t : server->trees_) {
       if (t.config.name == tc.name) {
@@ -143,7 +145,7 @@ SysResult<FileServer::Entry*> FileServer::Get(uint64_t handle) {
 }
 
 SysResult<Node> FileServer::AddHandle(UniqueFd fd, size_t tree, std::string rel) {
-  if (handles_.size() >= kMaxHandles) return Errno{ENFILE};
+  if (handles_.size() >= max_handles_) return Errno{ENFILE};
   ASSIGN_OR_RETURN_ERRNO(struct stat st, StatFd(fd.get()));
   uint64_t h = next_handle_++;
   Entry e;

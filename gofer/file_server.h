@@ -31,8 +31,10 @@ inline constexpr int kOTmpfileOnlyBit = 020000000;
 
 class FileServer {
  public:
-  // Opens every tree root and resolves its masks.
-  static absl::StatusOr<std::unique_ptr<FileServer>> Create(const GoferConfig& config);
+  // Opens every tree root and resolves its masks. max_handles bounds the handle table
+  // (ENFILE beyond it); tests lower it.
+  static absl::StatusOr<std::unique_ptr<FileServer>> Create(const GoferConfig& config,
+                                                            size_t max_handles = kMaxHandles);
 
   // Executes req. On success fills resp's payload and, for Open/Create, *donate with the
   // FD to send; on failure sets resp.err. resp.tag/op are set by the caller.
@@ -93,6 +95,7 @@ class FileServer {
   std::vector<Tree> trees_;
   std::unordered_map<uint64_t, Entry> handles_;
   uint64_t next_handle_ = 1;
+  size_t max_handles_ = kMaxHandles;
 };
 
 // struct stat -> wire Attr.

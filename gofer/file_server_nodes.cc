@@ -13,11 +13,12 @@
 namespace usentry::gofer {
 namespace {
 
-// Open flags passed through to the host. Anything that could create, follow a path, or
-// hand back an O_PATH FD is refused before this; the rest is dropped.
+// Open flags passed through to the host. Anything that could create or hand back an O_PATH
+// FD is refused (EINVAL) before this; the rest (O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC, O_EXCL
+// without O_CREAT...) is dropped: the sentry implements those itself.
 constexpr int kPassThroughOpenFlags =
     O_ACCMODE | O_TRUNC | O_APPEND | O_DIRECTORY | O_SYNC | O_DSYNC | O_DIRECT | O_NOATIME;
-constexpr int kRefusedOpenFlags = O_CREAT | O_EXCL | kOTmpfileOnlyBit | O_PATH;
+constexpr int kRefusedOpenFlags = O_CREAT | kOTmpfileOnlyBit | O_PATH;
 
 }  // namespace
 
