@@ -19,9 +19,12 @@ SysResult<UniqueFd> OpenBeneath(int dir_fd, const std::string& name, int flags) 
   how.flags = static_cast<uint64_t>(flags | O_NOFOLLOW | O_CLOEXEC);
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   long fd;
+  // openat2 answers EAGAIN when a concurrent rename may have raced the lookup; retry a
+  // few times, then report it rather than spin on a tree someone keeps renaming.
+  int tries = 0;
   do {
     fd = ::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof(how));
-  } while (fd < 0 && errno == EAGAIN);  // openat2 asks for a retry on concurrent renames
+  } while (fd < 0 && errno == EAGAIN && ++tries < 16);
   if (fd < 0 && errno == ENOSYS) {
     fd = ::openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
   }
