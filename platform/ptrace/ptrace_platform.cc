@@ -38,22 +38,6 @@ std::string ProtString(int prot) {
   return s;
 }
 
-// Signals the CPU raises for the instruction that just ran. Only these, with a kernel
-// si_code (> 0), are reported as faults or signals; everything else is asynchronous.
-bool IsSynchronous(const siginfo_t& info) {
-  switch (info.si_signo) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-    case SIGTRAP:
-    case SIGSYS:
-      return info.si_code > 0;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -232,7 +216,7 @@ absl::StatusOr<SwitchResult> PtraceContext::Classify(Subprocess& sp, Registers& 
     if (absl::IsInvalidArgument(got)) return SwitchResult{.kind = SwitchKind::kInterrupted};
     return got;
   }
-  if (!IsSynchronous(info)) {
+  if (!IsSynchronousSignal(info)) {
     // Interrupt()'s signal, or another asynchronous one: suppressed (the next resume
     // passes signal 0). The pending flag is consumed with it.
     std::lock_guard<std::mutex> lock(mu_);

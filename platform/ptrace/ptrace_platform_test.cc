@@ -41,6 +41,11 @@ constexpr uint64_t kDataOff = 0x10000;
 constexpr uint64_t kStackOff = 0x20000;
 
 class PtracePlatformTest : public ::testing::Test {
+ public:
+  static Xbyak::CodeGenerator Gen() {
+    return Xbyak::CodeGenerator(kPage, Xbyak::DontSetProtectRWE);
+  }
+
  protected:
   void SetUp() override {
     memfd_ = UniqueFd(memfd_create("usentry-test-memory", 0));
@@ -80,10 +85,6 @@ class PtracePlatformTest : public ::testing::Test {
     uint8_t b = 0;
     EXPECT_EQ(pread(memfd_.get(), &b, 1, off), 1);
     return b;
-  }
-
-  static Xbyak::CodeGenerator Gen() {
-    return Xbyak::CodeGenerator(kPage, Xbyak::DontSetProtectRWE);
   }
 
   UniqueFd memfd_;
@@ -440,6 +441,69 @@ TEST_F(PtracePlatformTest, DestroyingTheAddressSpaceReapsTheStub) {
   as_.reset();
   EXPECT_EQ(kill(pid, 0), -1);
   EXPECT_EQ(errno, ESRCH);
+}
+
+// Fields of /proc/<pid>/status, e.g. "SigBlk" -> "0000000000000000".
+std::string StatusField(pid_t pid, const std::string& name) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(name + ":", 0) == 0) {
+      std::string v = line.substr(name.size() + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return "<missing>";
+}
+
+void Handler(int) {}
+
+// The sentry is multi-threaded and its threads have handlers and blocked signals; a
+// stub made from such a thread starts clean and is run from that same thread.
+TEST(PtraceFromSentryThreadTest, StubStartsWithDefaultSignalStateAndRuns) {
+  UniqueFd memfd(memfd_create("usentry-test-memory", 0));
+  ASSERT_TRUE(memfd.valid());
+  ASSERT_EQ(ftruncate(memfd.get(), 1 << 16), 0);
+  auto g = PtracePlatformTest::Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  ASSERT_EQ(pwrite(memfd.get(), g.getCode(), g.getSize(), 0), static_cast<ssize_t>(g.getSize()));
+
+  struct sigaction sa {};
+  sa.sa_handler = Handler;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
+  ASSERT_EQ(signal(SIGPIPE, SIG_IGN), SIG_DFL);
+  std::thread busy([] {  // another sentry thread allocating while we fork
+    for (int i = 0; i < 20000; ++i) std::vector<int> v(100);
+  });
+  std::thread sentry([&] {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGUSR2);
+    sigaddset(&block, SIGTERM);
+    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, nullptr), 0);
+    auto platform = NewPlatform("ptrace", MemoryFileInfo{.fd = memfd.get()});
+    ASSERT_TRUE(platform.ok()) << platform.status();
+    auto as = (*platform)->NewAddressSpace();
+    ASSERT_TRUE(as.ok()) << as.status();
+    const pid_t pid = static_cast<PtraceAddressSpace&>(**as).stub_pid();
+    EXPECT_EQ(StatusField(pid, "SigBlk"), "0000000000000000");
+    EXPECT_EQ(StatusField(pid, "SigIgn"), "0000000000000000");
+    EXPECT_EQ(StatusField(pid, "SigCgt"), "0000000000000000");
+    ASSERT_TRUE((*as)->MapFile(kCode, kPage, 0, PROT_READ | PROT_EXEC).ok());
+    auto ctx = (*platform)->NewContext();
+    ASSERT_TRUE(ctx.ok());
+    Registers regs;
+    regs.gp.rip = kCode;
+    auto r = (*ctx)->Switch(**as, regs);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->kind, SwitchKind::kSyscall);
+  });
+  sentry.join();
+  busy.join();
+  signal(SIGUSR1, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
 }
 
 TEST_F(PtracePlatformTest, SeveralAddressSpacesAreIndependent) {

@@ -194,6 +194,7 @@ void StubChildMain(const StubChildArgs& args) {
   // glibc registered an rseq area for the forking thread and fork keeps the
   // registration. Once the stub unmaps the sentry's memory the kernel would fault
   // (SIGSEGV) on it at the next preemption, or write into whatever the app maps there.
+  // (Without this, stub creation in the tests fails with SIGSEGV every time.)
   if (__rseq_size > 0) {
     void* area = static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
     // glibc >= 2.40 reports the feature size (20) but registers at least 32 bytes.

@@ -30,6 +30,20 @@ const char* SignalName(int sig) {
 
 }  // namespace
 
+bool IsSynchronousSignal(const siginfo_t& info) {
+  switch (info.si_signo) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGSYS:
+      return info.si_code > 0;
+    default:
+      return false;
+  }
+}
+
 std::string DescribeWaitStatus(int status) {
   if (WIFEXITED(status)) {
     const int code = WEXITSTATUS(status);
@@ -171,6 +185,14 @@ absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>
     if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP) {
       RETURN_IF_ERROR(GetRegs(r));
       if (r.rip == stub_.trap_rip) return static_cast<int64_t>(r.rax);
+    }
+    // A fault in the stub itself means the stub code or its page is broken.
+    siginfo_t info{};
+    if (WIFSTOPPED(st) && GetSiginfo(info).ok() && IsSynchronousSignal(info) &&
+        !(info.si_signo == SIGTRAP && info.si_code == SI_KERNEL)) {
+      return absl::InternalError(absl::StrFormat(
+          "ptrace stub pid=%d: signal %d (SIG%s, code %d, addr %p) during injected syscall %d",
+          pid_, info.si_signo, SignalName(info.si_signo), info.si_code, info.si_addr, nr));
     }
     // Anything else is an asynchronous signal that arrived before the int3 (e.g. an
     // interrupt meant for an earlier Switch): suppress it and let the stub go on.
