@@ -1,0 +1,51 @@
+// The usentry binary: `usentry run`, `usentry syscalls --markdown`, `usentry version`.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli/run_command.h"
+#include "cli/run_options.h"
+
+#if __has_include("sentry/syscalls/syscalls_doc.h")
+#include "sentry/syscalls/syscalls_doc.h"
+#else
+namespace usentry::sentry {
+// Markdown of the syscall table (docs/syscalls.md); defined in usentry_sentry.
+std::string SyscallsMarkdown();
+}  // namespace usentry::sentry
+#endif
+
+namespace {
+
+constexpr char kVersion[] = "usentry 0.1.0 (platforms: ptrace)";
+
+// Exit code of usentry itself failing (bad flag, setup error), as documented.
+constexpr int kUsageError = 125;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<usentry::cli::Command> command =
+      usentry::cli::ParseCommandLine(args, getenv("TERM"));
+  if (!command.ok()) {
+    fprintf(stderr, "usentry: %s\n", std::string(command.status().message()).c_str());
+    return kUsageError;
+  }
+  using Kind = usentry::cli::Command::Kind;
+  switch (command->kind) {
+    case Kind::kHelp:
+      fputs(command->help.c_str(), stdout);
+      return 0;
+    case Kind::kVersion:
+      printf("%s\n", kVersion);
+      return 0;
+    case Kind::kSyscalls:
+      fputs(usentry::sentry::SyscallsMarkdown().c_str(), stdout);
+      return 0;
+    case Kind::kRun:
+      return usentry::cli::RunCommand(command->run);
+  }
+  return kUsageError;
+}

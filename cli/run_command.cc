@@ -1,0 +1,86 @@
+// `usentry run`: gofer and sentry configuration, and what runs in each child process.
+#include "cli/run_command.h"
+
+#include <sched.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "cli/sandbox.h"
+#include "sentry/confine/confine.h"
+
+namespace usentry::cli {
+
+gofer::GoferConfig MakeGoferConfig(const RunOptions& options) {
+  gofer::GoferConfig config;
+  config.trees.push_back(options.rootfs ? gofer::RootfsTree(*options.rootfs)
+                                        : gofer::DefaultRootTree());
+  for (size_t i = 0; i < options.mounts.size(); ++i) {
+    const MountFlag& m = options.mounts[i];
+    config.trees.push_back(gofer::MountTree(static_cast<int>(i), m.source, m.read_only));
+  }
+  return config;
+}
+
+sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
+  sentry::SentryConfig config;
+  config.argv = options.argv;
+  config.envp = options.env;
+  config.workdir = options.workdir;
+  for (size_t i = 0; i < options.mounts.size(); ++i) {
+    const MountFlag& m = options.mounts[i];
+    config.mounts.push_back({absl::StrCat("mount", i), m.target, m.read_only});
+  }
+  config.platform = options.platform;
+  config.strace = options.strace;
+  config.report_unsupported = options.report_unsupported;
+  return config;
+}
+
+namespace {
+
+// Body of the gofer child.
+int GoferMain(const gofer::GoferConfig& config, UniqueFd sock) {
+  absl::Status st = gofer::Serve(config, std::move(sock));
+  if (!st.ok()) {
+    fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Body of the sentry child: confine, then run the kernel.
+int SentryMain(sentry::SentryConfig config, const SentryProcess& process) {
+  sentry::confine::ConfineOptions confine;
+  confine.own_mount_namespace = (process.namespaces & CLONE_NEWNS) != 0;
+  absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineSentry(confine);
+  if (!report.ok()) {
+    fprintf(stderr, "usentry: confining the sentry: %s\n",
+            std::string(report.status().message()).c_str());
+    return 125;
+  }
+  for (const std::string& missing : report->Missing()) {
+    fprintf(stderr, "usentry: warning: sentry layer %s unavailable; running without it\n",
+            missing.c_str());
+  }
+  config.gofer_fd = process.gofer_fd;
+  return sentry::RunSentry(config);
+}
+
+}  // namespace
+
+int RunCommand(const RunOptions& options) {
+  gofer::GoferConfig gofer_config = MakeGoferConfig(options);
+  sentry::SentryConfig sentry_config = MakeSentryConfig(options);
+  absl::StatusOr<SandboxResult> result = RunSandbox(
+      SandboxOptions{}, [&](UniqueFd sock) { return GoferMain(gofer_config, std::move(sock)); },
+      [&](const SentryProcess& process) { return SentryMain(sentry_config, process); });
+  if (!result.ok()) {
+    fprintf(stderr, "usentry: %s\n", std::string(result.status().message()).c_str());
+    return 125;
+  }
+  return result->exit_code;
+}
+
+}  // namespace usentry::cli

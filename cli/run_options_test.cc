@@ -1,0 +1,165 @@
+// ParseCommandLine / ParseMountSpec / BuildEnvironment: what `usentry ...` accepts and
+// refuses, before any process is created.
+#include "cli/run_options.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace usentry::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/usentry-cli-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+absl::StatusOr<Command> Parse(std::vector<std::string> args, const char* term = nullptr) {
+  return ParseCommandLine(args, term);
+}
+
+TEST(ParseCommandLineTest, RunWithDashDash) {
+  absl::StatusOr<Command> c = Parse({"run", "--", "python3", "script.py", "--flag"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kind, Command::Kind::kRun);
+  EXPECT_THAT(c->run.argv, ElementsAre("python3", "script.py", "--flag"));
+  EXPECT_EQ(c->run.workdir, "/workspace");
+  EXPECT_EQ(c->run.platform, "ptrace");
+  EXPECT_FALSE(c->run.strace);
+  EXPECT_FALSE(c->run.rootfs.has_value());
+  EXPECT_THAT(c->run.env,
+              ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                          "HOME=/root", "LANG=C.UTF-8"));
+}
+
+TEST(ParseCommandLineTest, ProgramArgumentsThatLookLikeFlagsOrSubcommands) {
+  absl::StatusOr<Command> c = Parse({"run", "/bin/ls", "-l", "--strace"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->run.argv, ElementsAre("/bin/ls", "-l", "--strace"));
+  EXPECT_FALSE(c->run.strace);
+
+  c = Parse({"run", "--", "version"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kind, Command::Kind::kRun);
+  EXPECT_THAT(c->run.argv, ElementsAre("version"));
+
+  c = Parse({"run", "--strace", "--", "--", "x"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->run.strace);
+  EXPECT_THAT(c->run.argv, ElementsAre("--", "x"));
+}
+
+TEST(ParseCommandLineTest, AllRunFlags) {
+  TempDir src, rootfs;
+  absl::StatusOr<Command> c =
+      Parse({"run", "--rootfs", rootfs.path(), "--mount", src.path() + ":/data:rw", "--mount",
+             src.path() + ":/data2", "--workdir", "/data/", "--env", "A=1", "--env", "B=x=y",
+             "--strace", "--report-unsupported", "--platform", "ptrace", "--", "/bin/true"},
+            "xterm-256color");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->run.rootfs, rootfs.path());
+  ASSERT_EQ(c->run.mounts.size(), 2u);
+  EXPECT_EQ(c->run.mounts[0].source, src.path());
+  EXPECT_EQ(c->run.mounts[0].target, "/data");
+  EXPECT_FALSE(c->run.mounts[0].read_only);
+  EXPECT_EQ(c->run.mounts[1].target, "/data2");
+  EXPECT_TRUE(c->run.mounts[1].read_only);
+  EXPECT_EQ(c->run.workdir, "/data");
+  EXPECT_TRUE(c->run.strace);
+  EXPECT_TRUE(c->run.report_unsupported);
+  EXPECT_THAT(c->run.env, ElementsAre(::testing::StartsWith("PATH="), "HOME=/root", "LANG=C.UTF-8",
+                                      "TERM=xterm-256color", "A=1", "B=x=y"));
+}
+
+TEST(ParseCommandLineTest, Refusals) {
+  TempDir dir;
+  std::string file = dir.path() + "/file";
+  std::ofstream(file) << "x";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"run", "--no-such-flag", "--", "/bin/true"}, "--no-such-flag"},
+      {{"run"}, "no program"},
+      {{"run", "--platform", "kvm", "--", "/bin/true"}, "kvm"},
+      {{"run", "--rootfs", dir.path() + "/absent", "--", "/bin/true"}, "--rootfs"},
+      {{"run", "--rootfs", file, "--", "/bin/true"}, "not a directory"},
+      {{"run", "--mount", dir.path() + "/absent:/data", "--", "/bin/true"}, "No such file"},
+      {{"run", "--mount", dir.path() + ":data", "--", "/bin/true"}, "absolute"},
+      {{"run", "--mount", dir.path() + ":/data:rx", "--", "/bin/true"}, "unknown mode"},
+      {{"run", "--mount", dir.path(), "--", "/bin/true"}, "SRC:DST"},
+      {{"run", "--mount", dir.path() + ":/a/../b", "--", "/bin/true"}, ".."},
+      {{"run", "--mount", dir.path() + ":/", "--", "/bin/true"}, "sandbox root"},
+      {{"run", "--mount", dir.path() + ":/d", "--mount", dir.path() + ":/d/", "--", "/bin/true"},
+       "twice"},
+      {{"run", "--workdir", "rel", "--", "/bin/true"}, "--workdir"},
+      {{"run", "--env", "NOVALUE", "--", "/bin/true"}, "NAME=VALUE"},
+      {{"run", "--env", "=x", "--", "/bin/true"}, "NAME=VALUE"},
+      {{"run", "--strace", "stray", "--", "/bin/true"}, "stray"},
+      {{"nosuchcommand"}, "nosuchcommand"},
+      {{}, "subcommand"},
+      {{"syscalls"}, "--markdown"},
+      {{"version", "--", "x"}, "--"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Command> r = Parse(c.args);
+    ASSERT_FALSE(r.ok()) << ::testing::PrintToString(c.args);
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message))
+        << ::testing::PrintToString(c.args);
+    EXPECT_EQ(std::string(r.status().message()).find('\n'), std::string::npos);
+  }
+}
+
+TEST(ParseCommandLineTest, OtherCommands) {
+  absl::StatusOr<Command> c = Parse({"version"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, Command::Kind::kVersion);
+  c = Parse({"syscalls", "--markdown"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, Command::Kind::kSyscalls);
+  c = Parse({"--help"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, Command::Kind::kHelp);
+  EXPECT_THAT(c->help, HasSubstr("run"));
+  c = Parse({"run", "--help"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, Command::Kind::kHelp);
+  EXPECT_THAT(c->help, HasSubstr("--mount"));
+}
+
+TEST(ParseMountSpecTest, CanonicalizesSource) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.path() + "/sub");
+  std::filesystem::create_directory_symlink(dir.path() + "/sub", dir.path() + "/link");
+  absl::StatusOr<MountFlag> m = ParseMountSpec(dir.path() + "/link/.:/x//y/./");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->source, dir.path() + "/sub");
+  EXPECT_EQ(m->target, "/x/y");
+  EXPECT_TRUE(m->read_only);
+}
+
+TEST(BuildEnvironmentTest, LaterValuesReplaceEarlierOnes) {
+  absl::StatusOr<std::vector<std::string>> env =
+      BuildEnvironment({"PATH=/opt/bin", "X=1", "X=2", "XY=3"}, nullptr);
+  ASSERT_TRUE(env.ok());
+  EXPECT_THAT(*env, ElementsAre("HOME=/root", "LANG=C.UTF-8", "PATH=/opt/bin", "X=2", "XY=3"));
+}
+
+}  // namespace
+}  // namespace usentry::cli

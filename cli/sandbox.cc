@@ -1,0 +1,387 @@
+// Process bring-up of one sandbox: gofer fork, sentry clone with namespaces, id maps,
+// signal forwarding, exit status.
+#include "cli/sandbox.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+
+namespace usentry::cli {
+namespace {
+
+constexpr int kAllNamespaces =
+    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+// Host ids the sentry becomes when usentry runs as root: the sandbox's root must not be
+// the host's.
+constexpr uid_t kNobodyUid = 65534;
+constexpr gid_t kNogroupGid = 65534;
+// The sentry's main stack (clone() needs one; it is the sentry's for its whole life).
+constexpr size_t kSentryStackSize = 8 << 20;
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+const char* ErrnoName(int err) {
+  const char* name = strerrorname_np(err);
+  return name ? name : "unknown errno";
+}
+
+void Warn(SandboxResult& result, std::string message) {
+  fprintf(stderr, "usentry: warning: %s\n", message.c_str());
+  result.warnings.push_back(std::move(message));
+}
+
+// --- signal forwarding (async-signal-safe state) ---
+volatile sig_atomic_t g_sentry_pid = 0;
+volatile sig_atomic_t g_signals_forwarded = 0;
+
+void ForwardSignal(int sig) {
+  pid_t pid = g_sentry_pid;
+  if (pid <= 0) return;
+  // The sentry (PID 1 of its namespace) only receives signals it handles; it treats the
+  // first as "stop the app". A second one means the user insists.
+  int forwarded = g_signals_forwarded;
+  g_signals_forwarded = forwarded + 1;
+  kill(pid, forwarded == 0 ? sig : SIGKILL);
+}
+
+sigset_t ForwardedSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwardedSignals) sigaddset(&set, sig);
+  return set;
+}
+
+// Children start with the CLI's blocked mask; give them default dispositions and an
+// empty mask. `ignore_terminal` keeps the gofer alive through a ^C meant for the app.
+void ResetSignalsInChild(bool ignore_terminal) {
+  for (int sig : kForwardedSignals) {
+    signal(sig, ignore_terminal && sig != SIGTERM ? SIG_IGN : SIG_DFL);
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+}
+
+// The socketpair and the pipes must not land on 0-2, and the app's stdio must exist.
+void EnsureStdioOpen() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int null_fd = open("/dev/null", O_RDWR);  // lowest free number: `fd`
+      if (null_fd >= 0 && null_fd != fd) close(null_fd);
+    }
+  }
+}
+
+// Leaves exactly 0-2 and `keep` (moved to fd 3) open. Returns 3 or -1.
+int KeepOnlyStdioAnd(int keep) {
+  if (keep != 3 && dup2(keep, 3) < 0) return -1;
+  if (keep == 3 && fcntl(3, F_SETFD, 0) < 0) return -1;
+  if (close_range(4, ~0U, 0) != 0) return -1;
+  return 3;
+}
+
+[[noreturn]] void ChildFail(const char* what) {
+  fprintf(stderr, "usentry: %s: %s\n", what, strerror(errno));
+  _exit(125);
+}
+
+// Writes one /proc/PID/... file.
+absl::Status WriteProcFile(pid_t pid, const char* name, const std::string& content) {
+  std::string path = absl::StrCat("/proc/", pid, "/", name);
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(absl::StrCat("open(", path, ")"));
+  if (write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+    return ErrnoStatus(absl::StrCat("write(", path, ", \"", content, "\")"));
+  }
+  return absl::OkStatus();
+}
+
+// --- gofer ---
+pid_t StartGofer(const SandboxOptions& options, UniqueFd sock, const GoferMain& gofer_main) {
+  pid_t parent = getpid();
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid != 0) return pid;  // parent (or -1)
+
+  ResetSignalsInChild(/*ignore_terminal=*/true);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("gofer: prctl(PR_SET_PDEATHSIG)");
+  if (getppid() != parent) _exit(125);  // the CLI died before PDEATHSIG was armed
+  // The gofer needs stderr for its diagnostics; stdin/stdout belong to the app.
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) ChildFail("gofer: /dev/null");
+  int fd = KeepOnlyStdioAnd(sock.release());
+  if (fd < 0) ChildFail("gofer: closing inherited FDs");
+  if (options.isolate_gofer) {
+    // As root this is a plain unshare; otherwise a user namespace is needed to own the
+    // new network namespace, with our own ids mapped to themselves so host file access
+    // checks are unchanged.
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    int flags = CLONE_NEWNET | CLONE_NEWIPC | (uid == 0 ? 0 : CLONE_NEWUSER);
+    if (unshare(flags) != 0) {
+      fprintf(stderr,
+              "usentry: warning: gofer network isolation unavailable (unshare(CLONE_NEWNET|"
+              "CLONE_NEWIPC): %s); the gofer keeps the host network namespace\n",
+              ErrnoName(errno));
+    } else if (uid != 0) {
+      pid_t self = getpid();
+      absl::Status st = WriteProcFile(self, "setgroups", "deny");
+      if (st.ok()) st = WriteProcFile(self, "uid_map", absl::StrCat(uid, " ", uid, " 1\n"));
+      if (st.ok()) st = WriteProcFile(self, "gid_map", absl::StrCat(gid, " ", gid, " 1\n"));
+      if (!st.ok()) {
+        fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
+        _exit(125);
+      }
+    }
+  }
+  int rc = gofer_main(UniqueFd(fd));
+  fflush(nullptr);
+  _exit(rc);
+}
+
+// --- sentry ---
+struct SentryChildArgs {
+  const SentryMain* main;
+  int sock;
+  int sync_read;
+  int namespaces;
+  bool root_to_nobody;
+};
+
+int SentryChild(void* raw) {
+  auto* args = static_cast<SentryChildArgs*>(raw);
+  ResetSignalsInChild(/*ignore_terminal=*/false);
+  // The CLI owns the sandbox: if it dies, the sentry (and with it every stub) dies.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
+  char go = 0;
+  ssize_t n;
+  do {
+    n = read(args->sync_read, &go, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(125);  // the CLI failed to set us up and already reported why
+
+  if (args->namespaces & CLONE_NEWUSER) {
+    // Become the namespace's root. When the host caller is root, the map says that is
+    // host nobody, and host root's supplementary groups must go first.
+    if (args->root_to_nobody && setgroups(0, nullptr) != 0) ChildFail("sentry: setgroups(0)");
+    if (setresgid(0, 0, 0) != 0) ChildFail("sentry: setresgid(0, 0, 0)");
+    if (setresuid(0, 0, 0) != 0) ChildFail("sentry: setresuid(0, 0, 0)");
+  }
+  SentryProcess process;
+  process.namespaces = args->namespaces;
+  process.gofer_fd = KeepOnlyStdioAnd(args->sock);
+  if (process.gofer_fd < 0) ChildFail("sentry: closing inherited FDs");
+  int rc = (*args->main)(process);
+  fflush(nullptr);
+  _exit(rc);
+}
+
+// clone() with `namespaces`; on failure sets errno and returns -1.
+pid_t CloneSentry(SentryChildArgs& args, int namespaces, const SandboxOptions& options,
+                  void* stack_top) {
+  if (namespaces & options.refused_namespaces) {
+    errno = EPERM;
+    return -1;
+  }
+  args.namespaces = namespaces;
+  fflush(nullptr);
+  return clone(SentryChild, stack_top, namespaces | SIGCHLD, &args);
+}
+
+// Clones the sentry with as many namespaces as the host grants. When the full set is
+// refused, the smallest set of namespaces whose removal makes clone succeed is the one
+// missing (refused clones create nothing, so trying all 63 subsets is cheap); among
+// equally small sets, the user namespace (the one most often unavailable) goes first.
+pid_t CloneSentryWithFallback(SentryChildArgs& args, const SandboxOptions& options, void* stack_top,
+                              SandboxResult& result, int& granted) {
+  constexpr int kCount = std::size(kSentryNamespaces);
+  pid_t pid = CloneSentry(args, kAllNamespaces, options, stack_top);
+  if (pid > 0) {
+    granted = kAllNamespaces;
+    return pid;
+  }
+  int err = errno;
+  for (int size = 1; size <= kCount; ++size) {
+    for (unsigned drop = 1; drop < (1u << kCount); ++drop) {
+      if (__builtin_popcount(drop) != size) continue;
+      int wanted = kAllNamespaces;
+      for (int i = 0; i < kCount; ++i) {
+        if (drop & (1u << i)) wanted &= ~kSentryNamespaces[i].flag;
+      }
+      pid = CloneSentry(args, wanted, options, stack_top);
+      if (pid < 0) continue;
+      for (int i = 0; i < kCount; ++i) {
+        if (drop & (1u << i)) {
+          Warn(result, absl::StrCat(kSentryNamespaces[i].name, " namespaces unavailable (clone: ",
+                                    ErrnoName(err), "); running without them"));
+        }
+      }
+      granted = wanted;
+      return pid;
+    }
+  }
+  return -1;
+}
+
+absl::Status WriteIdMaps(pid_t pid, bool root_to_nobody) {
+  uid_t uid = root_to_nobody ? kNobodyUid : geteuid();
+  gid_t gid = root_to_nobody ? kNogroupGid : getegid();
+  // An unprivileged map writer must deny setgroups; host root keeps it allowed so the
+  // sentry can drop root's supplementary groups (its seccomp filter forbids setgroups
+  // afterwards anyway).
+  RETURN_IF_ERROR(WriteProcFile(pid, "setgroups", root_to_nobody ? "allow" : "deny"));
+  RETURN_IF_ERROR(WriteProcFile(pid, "uid_map", absl::StrCat("0 ", uid, " 1\n")));
+  RETURN_IF_ERROR(WriteProcFile(pid, "gid_map", absl::StrCat("0 ", gid, " 1\n")));
+  return absl::OkStatus();
+}
+
+int WaitFor(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, __WALL) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return status;
+}
+
+void KillAndReap(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  WaitFor(pid);
+}
+
+// Restores the CLI's signal state when RunSandbox returns (tests call it repeatedly).
+class SignalForwarding {
+ public:
+  SignalForwarding() {
+    sigset_t set = ForwardedSet();
+    sigprocmask(SIG_BLOCK, &set, &old_mask_);
+    struct sigaction sa = {};
+    sa.sa_handler = ForwardSignal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+      sigaction(kForwardedSignals[i], &sa, &old_actions_[i]);
+    }
+  }
+  // From here on a signal (on any thread) is forwarded to `sentry`.
+  void SetSentry(pid_t sentry) {
+    g_signals_forwarded = 0;
+    g_sentry_pid = sentry;
+  }
+  // Signals that arrived on this thread while children were being created come now.
+  void Start() {
+    sigset_t set = ForwardedSet();
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  }
+  ~SignalForwarding() {
+    sigset_t set = ForwardedSet();
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    g_sentry_pid = 0;
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+      sigaction(kForwardedSignals[i], &old_actions_[i], nullptr);
+    }
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+
+ private:
+  sigset_t old_mask_;
+  struct sigaction old_actions_[std::size(kForwardedSignals)];
+};
+
+}  // namespace
+
+absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const GoferMain& gofer_main,
+                                         const SentryMain& sentry_main) {
+  SandboxResult result;
+  EnsureStdioOpen();
+  SignalForwarding forwarding;
+
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return ErrnoStatus("socketpair(AF_UNIX, SOCK_SEQPACKET)");
+  }
+  UniqueFd gofer_end(sv[0]);
+  UniqueFd sentry_end(sv[1]);
+
+  pid_t gofer = StartGofer(options, std::move(gofer_end), gofer_main);
+  if (gofer < 0) return ErrnoStatus("fork(gofer)");
+  gofer_end.reset();
+
+  int sync[2];
+  if (pipe2(sync, O_CLOEXEC) != 0) {
+    KillAndReap(gofer);
+    return ErrnoStatus("pipe2(sentry sync)");
+  }
+  UniqueFd sync_read(sync[0]);
+  UniqueFd sync_write(sync[1]);
+
+  void* stack = mmap(nullptr, kSentryStackSize, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack == MAP_FAILED) {
+    KillAndReap(gofer);
+    return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
+  }
+  bool root_to_nobody = geteuid() == 0;
+  SentryChildArgs args{&sentry_main, sentry_end.get(), sync_read.get(), 0, root_to_nobody};
+  int granted = 0;
+  pid_t sentry = CloneSentryWithFallback(
+      args, options, static_cast<char*>(stack) + kSentryStackSize, result, granted);
+  int clone_errno = errno;
+  munmap(stack, kSentryStackSize);  // the child has its own copy
+  if (sentry < 0) {
+    KillAndReap(gofer);
+    return ErrnoStatus("clone(sentry, no namespaces)", clone_errno);
+  }
+  forwarding.SetSentry(sentry);
+  sentry_end.reset();
+  sync_read.reset();
+
+  if (granted & CLONE_NEWUSER) {
+    absl::Status st = WriteIdMaps(sentry, root_to_nobody);
+    if (!st.ok()) {
+      KillAndReap(sentry);
+      KillAndReap(gofer);
+      return st;
+    }
+  }
+  char go = 1;
+  if (write(sync_write.get(), &go, 1) != 1) {
+    absl::Status st = ErrnoStatus("write(sentry sync pipe)");
+    KillAndReap(sentry);
+    KillAndReap(gofer);
+    return st;
+  }
+  sync_write.reset();
+
+  forwarding.Start();
+  int status = WaitFor(sentry);
+  if (status < 0) {
+    absl::Status st = ErrnoStatus(absl::StrCat("waitpid(sentry ", sentry, ")"));
+    KillAndReap(gofer);
+    return st;
+  }
+  KillAndReap(gofer);
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else {
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    fprintf(stderr, "usentry: sentry crashed (signal %d)\n", sig);
+    result.exit_code = 125;
+  }
+  return result;
+}
+
+}  // namespace usentry::cli

@@ -1,0 +1,63 @@
+// Process bring-up of one sandbox: the gofer child, the namespaced sentry child (PID 1 of
+// its own PID namespace), uid/gid maps, signal forwarding and the final exit status.
+// What runs inside each child is the caller's (run_command.cc): this file only builds
+// the processes, so its tests can run fake gofers and sentries.
+#ifndef USENTRY_CLI_SANDBOX_H_
+#define USENTRY_CLI_SANDBOX_H_
+
+#include <sched.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/unique_fd.h"
+
+namespace usentry::cli {
+
+// Namespaces asked of clone() for the sentry, in the order they are given up when the
+// host refuses the full set (a user namespace is the one most often unavailable).
+inline constexpr struct {
+  int flag;
+  const char* name;
+} kSentryNamespaces[] = {
+    {CLONE_NEWUSER, "user"},   {CLONE_NEWPID, "PID"}, {CLONE_NEWNS, "mount"},
+    {CLONE_NEWNET, "network"}, {CLONE_NEWIPC, "IPC"}, {CLONE_NEWUTS, "UTS"},
+};
+
+// What the sentry child is told about the process it runs in.
+struct SentryProcess {
+  int gofer_fd = 3;    // its end of the gofer socketpair (the only FD besides 0-2)
+  int namespaces = 0;  // CLONE_NEW* flags clone() actually granted
+};
+
+struct SandboxOptions {
+  // unshare(CLONE_NEWNET|CLONE_NEWIPC) in the gofer: it opens files, it never needs a
+  // network.
+  bool isolate_gofer = true;
+  // Test hook: namespaces to pretend the host refuses (clone fails with EPERM).
+  int refused_namespaces = 0;
+};
+
+// Runs in the forked gofer child with its socket end (fd 3); returns the exit code.
+using GoferMain = std::function<int(UniqueFd sock)>;
+// Runs in the cloned sentry child, after uid/gid maps are in place; returns the exit code
+// (the usentry exit code, see sentry_main.h).
+using SentryMain = std::function<int(const SentryProcess&)>;
+
+struct SandboxResult {
+  int exit_code = 125;                // what `usentry run` exits with
+  std::vector<std::string> warnings;  // layers that are missing (also printed on stderr)
+};
+
+// Creates the gofer and the sentry, waits for the sentry, then kills and reaps the gofer.
+// The exit code is the sentry's, or 125 if it died of a signal ("usentry: sentry crashed
+// (signal N)" is printed). SIGINT/SIGTERM/SIGHUP are forwarded to the sentry while it
+// runs; a second one kills it. Errors are setup failures before the sentry ran.
+absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const GoferMain& gofer_main,
+                                         const SentryMain& sentry_main);
+
+}  // namespace usentry::cli
+
+#endif  // USENTRY_CLI_SANDBOX_H_

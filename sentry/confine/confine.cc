@@ -1,0 +1,230 @@
+// ConfineSentry: empty root, no privileges, seccomp allowlist.
+#include "sentry/confine/confine.h"
+
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/base/internal/sysinfo.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "sentry/confine/seccomp_policy.h"
+
+namespace usentry::sentry::confine {
+namespace {
+
+std::string ErrnoText(const std::string& call, int err = errno) {
+  return absl::StrCat(call, ": ", strerrorname_np(err) ? strerrorname_np(err) : "?");
+}
+
+// Libraries that read /proc or /sys lazily on first use would be killed by the filter
+// later; make them do it now. (absl::Mutex consults NumCPUs on first contention.)
+void WarmUpLazyCaches() {
+  (void)absl::base_internal::NumCPUs();
+  (void)absl::base_internal::NominalCPUFrequency();
+}
+
+// Replaces "/" with an empty read-only tmpfs. Returns the layer; an error only when the
+// process is left half-pivoted.
+absl::StatusOr<ConfineLayer> PivotToEmptyRoot(const ConfineOptions& options) {
+  ConfineLayer layer{"empty-root", false, ""};
+  if (!options.pivot_root) {
+    layer.detail = "disabled";
+    return layer;
+  }
+  if (!options.own_mount_namespace) {
+    layer.detail = "no mount namespace";
+    return layer;
+  }
+  // Our mount events must not propagate back to the host (or the gofer).
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    layer.detail = ErrnoText("mount(/, MS_REC|MS_PRIVATE)");
+    return layer;
+  }
+  const char* dir = options.new_root_dir.c_str();
+  // Big enough for nothing: the sentry never creates files in its root.
+  if (mount("usentry-root", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=16k,nr_inodes=4,mode=0555") != 0) {
+    layer.detail = ErrnoText(absl::StrCat("mount(tmpfs, ", dir, ")"));
+    return layer;
+  }
+  if (chdir(dir) != 0) return ErrnoStatus(absl::StrCat("chdir(", dir, ")"));
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves
+  // only the tmpfs, with no directory needed to park the old root in.
+  if (syscall(SYS_pivot_root, ".", ".") != 0) {
+    layer.detail = ErrnoText("pivot_root(., .)");
+    return layer;
+  }
+  if (umount2(".", MNT_DETACH) != 0) return ErrnoStatus("umount2(old root, MNT_DETACH)");
+  if (chdir("/") != 0) return ErrnoStatus("chdir(/)");
+  if (mount(nullptr, "/", nullptr,
+            MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    layer.applied = true;
+    layer.detail = ErrnoText("empty root left writable: mount(/, MS_REMOUNT|MS_RDONLY)");
+    return layer;
+  }
+  layer.applied = true;
+  layer.detail = "tmpfs, read-only";
+  return layer;
+}
+
+// Clears every capability set. Missing CAP_SETPCAP (no user namespace, not root) means the
+// bounding set stays; the permitted/effective sets can always be emptied.
+ConfineLayer DropCapabilities(const ConfineOptions& options) {
+  ConfineLayer layer{"capabilities", false, ""};
+  if (!options.drop_capabilities) {
+    layer.detail = "disabled";
+    return layer;
+  }
+  std::vector<std::string> problems;
+  // Root in our namespace must not regain capabilities on a (forbidden anyway) execve.
+  if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NOROOT |
+                                   SECBIT_NOROOT_LOCKED) != 0) {
+    problems.push_back(ErrnoText("prctl(PR_SET_SECUREBITS)"));
+  }
+  for (int cap = 0; cap < 64; ++cap) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    if (errno == EINVAL) break;  // past the kernel's last capability
+    problems.push_back(ErrnoText(absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")")));
+    break;
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    problems.push_back(ErrnoText("prctl(PR_CAP_AMBIENT_CLEAR_ALL)"));
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, data) != 0) {
+    layer.detail = ErrnoText("capset(all zero)");
+    return layer;
+  }
+  layer.applied = problems.empty();
+  layer.detail = problems.empty() ? "all sets empty, bounding set empty, securebits locked"
+                                  : absl::StrJoin(problems, "; ");
+  return layer;
+}
+
+// Names for the debug SIGSYS handler, computed before the filter (resolving allocates).
+constexpr int kMaxSyscallNr = 512;
+const char* g_syscall_names[kMaxSyscallNr];
+
+void FillSyscallNames() {
+  for (int nr = 0; nr < kMaxSyscallNr; ++nr) {
+    // Leaked on purpose: the handler may run at any time until the process exits.
+    g_syscall_names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+  }
+}
+
+void WriteAll(const char* s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Async-signal-safe: only write(2) and abort().
+void OnSeccompViolation(int, siginfo_t* info, void*) {
+  char buf[160];
+  size_t len = 0;
+  auto append = [&](const char* s) {
+    while (*s && len < sizeof(buf) - 1) buf[len++] = *s++;
+  };
+  append("usentry: sentry seccomp violation: syscall ");
+  int nr = info->si_syscall;
+  char digits[16];
+  int nd = 0;
+  unsigned v = nr < 0 ? 0u - static_cast<unsigned>(nr) : static_cast<unsigned>(nr);
+  do {
+    digits[nd++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && nd < 15);
+  if (nr < 0) append("-");
+  while (nd > 0 && len < sizeof(buf) - 1) buf[len++] = digits[--nd];
+  append(" (");
+  const char* name = (nr >= 0 && nr < kMaxSyscallNr) ? g_syscall_names[nr] : nullptr;
+  append(name ? name : "unknown");
+  append(")\n");
+  WriteAll(buf, len);
+  abort();
+}
+
+absl::Status InstallDebugHandler() {
+  FillSyscallNames();
+  struct sigaction sa = {};
+  sa.sa_sigaction = OnSeccompViolation;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSYS, &sa, nullptr) != 0) return ErrnoStatus("sigaction(SIGSYS)");
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGSYS);
+  if (sigprocmask(SIG_UNBLOCK, &set, nullptr) != 0) return ErrnoStatus("sigprocmask(SIGSYS)");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> ConfineReport::Missing() const {
+  std::vector<std::string> out;
+  for (const ConfineLayer& l : layers) {
+    if (!l.applied) out.push_back(absl::StrCat(l.name, " (", l.detail, ")"));
+  }
+  return out;
+}
+
+std::string ConfineReport::ToString() const {
+  std::vector<std::string> parts;
+  for (const ConfineLayer& l : layers) {
+    parts.push_back(absl::StrCat(l.name, l.applied ? "=on" : "=off", " (", l.detail, ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
+  ConfineReport report;
+  WarmUpLazyCaches();
+
+  ASSIGN_OR_RETURN(ConfineLayer root, PivotToEmptyRoot(options));
+  report.layers.push_back(std::move(root));
+  report.layers.push_back(DropCapabilities(options));
+
+  // Changing credentials resets dumpability; the sentry must stay ptrace-able by itself
+  // (its stubs inherit the flag, and PTRACE_ATTACH to a non-dumpable stub is refused).
+  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return ErrnoStatus("prctl(PR_SET_DUMPABLE, 1)");
+
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
+  }
+  report.layers.push_back({"no-new-privs", true, "set"});
+
+  if (!options.seccomp) {
+    report.layers.push_back({"seccomp", false, "disabled"});
+    return report;
+  }
+  const char* env = getenv("USENTRY_DEBUG_SECCOMP");
+  bool debug = options.debug_seccomp || (env != nullptr && strcmp(env, "1") == 0);
+  if (debug) RETURN_IF_ERROR(InstallDebugHandler());
+  ASSIGN_OR_RETURN(ScmpFilter filter,
+                   BuildSentryFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
+  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_TSYNC, 1);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_CTL_TSYNC)", -rc);
+  rc = seccomp_load(filter.get());
+  if (rc < 0) return ErrnoStatus("seccomp_load(sentry allowlist)", -rc);
+  report.layers.push_back(
+      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  return report;
+}
+
+}  // namespace usentry::sentry::confine

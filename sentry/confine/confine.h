@@ -1,0 +1,53 @@
+// ConfineSentry: the sentry's last setup step before it runs the app. Pivots to an empty
+// read-only root, drops every privilege and installs the seccomp allowlist, so that a
+// compromised sentry reaches nothing but the FDs it already holds.
+#ifndef USENTRY_SENTRY_CONFINE_CONFINE_H_
+#define USENTRY_SENTRY_CONFINE_CONFINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace usentry::sentry::confine {
+
+struct ConfineOptions {
+  // The caller runs in a mount namespace of its own (clone(CLONE_NEWMOUNT) succeeded).
+  // Without one the root is left alone: making "/" private or pivoting would change the
+  // host's mount table.
+  bool own_mount_namespace = true;
+  // Existing directory the empty root (a tiny tmpfs) is mounted on before pivot_root.
+  std::string new_root_dir = "/tmp";
+  bool pivot_root = true;
+  bool drop_capabilities = true;
+  bool seccomp = true;
+  // SCMP_ACT_TRAP + a SIGSYS handler naming the syscall, instead of killing silently.
+  // ConfineSentry also turns it on when USENTRY_DEBUG_SECCOMP=1.
+  bool debug_seccomp = false;
+};
+
+// One defense layer and whether it is in force.
+struct ConfineLayer {
+  std::string name;  // "empty-root", "capabilities", "no-new-privs", "seccomp"...
+  bool applied = false;
+  std::string detail;  // why not applied, or a note on what was done
+};
+
+struct ConfineReport {
+  std::vector<ConfineLayer> layers;
+  // Layers that could not be applied, as "name (detail)" strings.
+  std::vector<std::string> Missing() const;
+  std::string ToString() const;
+};
+
+// Confines the calling process, which must be single-threaded (seccomp is installed with
+// TSYNC anyway). Irreversible. Layers the host does not permit (no mount namespace, no
+// CAP_SETPCAP) are skipped and reported; a failure that leaves the process in an unknown
+// state (no_new_privs, installing the filter) is an error and the caller must exit.
+// After it returns OK with the seccomp layer applied, opening files, sockets, exec and
+// namespace changes kill the process.
+absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options);
+
+}  // namespace usentry::sentry::confine
+
+#endif  // USENTRY_SENTRY_CONFINE_CONFINE_H_

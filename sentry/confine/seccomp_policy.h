@@ -1,0 +1,35 @@
+// The sentry's host-syscall allowlist (libseccomp), built separately from installing it
+// so tests can export the BPF and evaluate it in-process.
+#ifndef USENTRY_SENTRY_CONFINE_SECCOMP_POLICY_H_
+#define USENTRY_SENTRY_CONFINE_SECCOMP_POLICY_H_
+
+#include <linux/filter.h>
+#include <seccomp.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace usentry::sentry::confine {
+
+struct ScmpFilterDeleter {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+// Owns a libseccomp filter context (scmp_filter_ctx is a void*).
+using ScmpFilter = std::unique_ptr<void, ScmpFilterDeleter>;
+
+// Builds the sentry's allowlist. `default_action` is what happens to every syscall not
+// on the list: SCMP_ACT_KILL_PROCESS in production, SCMP_ACT_TRAP when debugging
+// (USENTRY_DEBUG_SECCOMP=1). Syscalls from another ABI (i386 int 0x80, x32) get the
+// default action too. The list and the reason for each entry are in docs/security.md;
+// keep both in sync.
+absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
+
+// Compiles `filter` to classic BPF (seccomp_export_bpf through a memfd).
+absl::StatusOr<std::vector<sock_filter>> ExportBpf(const ScmpFilter& filter);
+
+}  // namespace usentry::sentry::confine
+
+#endif  // USENTRY_SENTRY_CONFINE_SECCOMP_POLICY_H_

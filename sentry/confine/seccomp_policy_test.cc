@@ -1,0 +1,191 @@
+// The sentry allowlist, compiled to BPF and evaluated in-process on fake syscalls (not
+// installed): forbidden families kill, what the sentry needs is allowed, argument
+// filters (newfstatat, ioctl, clone, prctl, kill, ptrace) hold.
+#include "sentry/confine/seccomp_policy.h"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+
+#include <initializer_list>
+
+#include "base/bpf/interpreter.h"
+#include "gtest/gtest.h"
+
+namespace usentry::sentry::confine {
+namespace {
+
+constexpr uint32_t kKill = SECCOMP_RET_KILL_PROCESS;
+constexpr uint32_t kAllow = SECCOMP_RET_ALLOW;
+
+class SentryFilterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<ScmpFilter> filter = BuildSentryFilter();
+    ASSERT_TRUE(filter.ok()) << filter.status();
+    absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
+    ASSERT_TRUE(prog.ok()) << prog.status();
+    prog_ = std::move(*prog);
+  }
+
+  uint32_t Eval(int nr, std::initializer_list<uint64_t> args = {},
+                uint32_t arch = AUDIT_ARCH_X86_64) const {
+    seccomp_data data = {};
+    data.nr = nr;
+    data.arch = arch;
+    data.instruction_pointer = 0x401000;
+    int i = 0;
+    for (uint64_t a : args) data.args[i++] = a;
+    return bpf::EvaluateSeccomp(prog_, data);
+  }
+
+  std::vector<sock_filter> prog_;
+};
+
+TEST_F(SentryFilterTest, ForbiddenFamiliesKill) {
+  for (int nr : {__NR_open,
+                 __NR_openat,
+                 __NR_openat2,
+                 __NR_creat,
+                 __NR_socket,
+                 __NR_connect,
+                 __NR_bind,
+                 __NR_listen,
+                 __NR_accept4,
+                 __NR_socketpair,
+                 __NR_execve,
+                 __NR_execveat,
+                 __NR_mount,
+                 __NR_umount2,
+                 __NR_chroot,
+                 __NR_pivot_root,
+                 __NR_unshare,
+                 __NR_setns,
+                 __NR_bpf,
+                 __NR_kexec_load,
+                 __NR_kexec_file_load,
+                 __NR_init_module,
+                 __NR_finit_module,
+                 __NR_delete_module,
+                 __NR_setuid,
+                 __NR_setgroups,
+                 __NR_capset,
+                 __NR_keyctl,
+                 __NR_add_key,
+                 __NR_userfaultfd,
+                 __NR_perf_event_open,
+                 __NR_io_uring_setup,
+                 __NR_process_vm_writev,
+                 __NR_mkdir,
+                 __NR_unlink,
+                 __NR_rename,
+                 __NR_symlink,
+                 __NR_chmod,
+                 __NR_stat,
+                 __NR_readlink,
+                 __NR_reboot,
+                 __NR_iopl,
+                 __NR_ioperm,
+                 __NR_mknod,
+                 __NR_open_by_handle_at,
+                 __NR_name_to_handle_at,
+                 __NR_fsopen,
+                 __NR_move_mount,
+                 __NR_open_tree,
+                 __NR_pidfd_getfd}) {
+    EXPECT_EQ(Eval(nr), kKill) << "syscall " << nr;
+  }
+}
+
+TEST_F(SentryFilterTest, WhatTheSentryNeedsIsAllowed) {
+  for (int nr : {__NR_getpid, __NR_read, __NR_write, __NR_close, __NR_mmap, __NR_munmap,
+                 __NR_mprotect, __NR_memfd_create, __NR_futex, __NR_wait4, __NR_sendmsg,
+                 __NR_recvmsg, __NR_exit_group, __NR_rt_sigreturn, __NR_epoll_wait, __NR_getrandom,
+                 __NR_clock_gettime, __NR_fstat, __NR_getdents64}) {
+    EXPECT_EQ(Eval(nr), kAllow) << "syscall " << nr;
+  }
+}
+
+TEST_F(SentryFilterTest, NewfstatatOnlyWithEmptyPath) {
+  EXPECT_EQ(Eval(__NR_newfstatat, {static_cast<uint64_t>(AT_FDCWD), 0x1000, 0x2000, 0}), kKill);
+  EXPECT_EQ(
+      Eval(__NR_newfstatat, {static_cast<uint64_t>(AT_FDCWD), 0x1000, 0x2000, AT_SYMLINK_NOFOLLOW}),
+      kKill);
+  EXPECT_EQ(Eval(__NR_newfstatat, {3, 0x1000, 0x2000, AT_EMPTY_PATH}), kAllow);
+}
+
+TEST_F(SentryFilterTest, OnlyTerminalIoctlsAndNeverTiocsti) {
+  EXPECT_EQ(Eval(__NR_ioctl, {0, TIOCSTI, 0x1000}), kKill);
+  EXPECT_EQ(Eval(__NR_ioctl, {0, TIOCSCTTY, 0}), kKill);
+  EXPECT_EQ(Eval(__NR_ioctl, {0, TIOCSTI | (1ull << 32), 0x1000}), kKill);
+  for (uint64_t cmd :
+       {TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP, FIONREAD}) {
+    EXPECT_EQ(Eval(__NR_ioctl, {1, cmd, 0x1000}), kAllow) << std::hex << cmd;
+  }
+}
+
+TEST_F(SentryFilterTest, CloneWithoutNamespacesOnly) {
+  constexpr uint64_t kThreadFlags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+                                    CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+                                    CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+  EXPECT_EQ(Eval(__NR_clone, {kThreadFlags}), kAllow);
+  EXPECT_EQ(Eval(__NR_clone, {SIGCHLD}), kAllow);
+  for (uint64_t ns : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC,
+                      CLONE_NEWUTS, CLONE_NEWCGROUP}) {
+    EXPECT_EQ(Eval(__NR_clone, {SIGCHLD | ns}), kKill) << std::hex << ns;
+  }
+  // glibc falls back to clone when clone3 is ENOSYS.
+  EXPECT_EQ(Eval(__NR_clone3, {0x1000, 88}), SECCOMP_RET_ERRNO | ENOSYS);
+}
+
+TEST_F(SentryFilterTest, PrctlOptions) {
+  EXPECT_EQ(Eval(__NR_prctl, {PR_SET_PDEATHSIG, SIGKILL}), kAllow);
+  EXPECT_EQ(Eval(__NR_prctl, {PR_SET_NAME, 0x1000}), kAllow);
+  EXPECT_EQ(Eval(__NR_prctl, {PR_SET_NO_NEW_PRIVS, 1}), kAllow);
+  EXPECT_EQ(Eval(__NR_prctl, {PR_SET_DUMPABLE, 0}), kKill);
+  EXPECT_EQ(Eval(__NR_prctl, {PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE}), kKill);
+  EXPECT_EQ(Eval(__NR_prctl, {PR_SET_MM, 0}), kKill);
+}
+
+TEST_F(SentryFilterTest, SignalsOnlyToPositivePids) {
+  EXPECT_EQ(Eval(__NR_kill, {42, SIGKILL}), kAllow);
+  EXPECT_EQ(Eval(__NR_tgkill, {42, 43, SIGSTOP}), kAllow);
+  EXPECT_EQ(Eval(__NR_kill, {0, SIGKILL}), kKill);
+  EXPECT_EQ(Eval(__NR_kill, {static_cast<uint64_t>(-1), SIGKILL}), kKill);
+  EXPECT_EQ(Eval(__NR_kill, {static_cast<uint64_t>(-42), SIGKILL}), kKill);
+  EXPECT_EQ(Eval(__NR_kill, {0xffffffffull, SIGKILL}), kKill);  // -1 without sign extension
+}
+
+TEST_F(SentryFilterTest, PtraceRequests) {
+  for (uint64_t req : {PTRACE_SYSEMU, PTRACE_GETREGS, PTRACE_SETREGS, PTRACE_CONT, PTRACE_GETREGSET,
+                       PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_GETSIGINFO}) {
+    EXPECT_EQ(Eval(__NR_ptrace, {req, 5}), kAllow) << req;
+  }
+  EXPECT_EQ(Eval(__NR_ptrace, {PTRACE_SECCOMP_GET_FILTER, 5}), kKill);
+}
+
+TEST_F(SentryFilterTest, OtherAbisKill) {
+  EXPECT_EQ(Eval(__NR_getpid, {}, AUDIT_ARCH_I386), kKill);
+  EXPECT_EQ(Eval(__NR_getpid | 0x40000000 /* __X32_SYSCALL_BIT */), kKill);
+}
+
+TEST(SentryFilterDebugTest, DebugModeTrapsInsteadOfKilling) {
+  absl::StatusOr<ScmpFilter> filter = BuildSentryFilter(SCMP_ACT_TRAP);
+  ASSERT_TRUE(filter.ok()) << filter.status();
+  absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
+  ASSERT_TRUE(prog.ok()) << prog.status();
+  seccomp_data data = {};
+  data.arch = AUDIT_ARCH_X86_64;
+  data.nr = __NR_openat;
+  EXPECT_EQ(bpf::EvaluateSeccomp(*prog, data), SECCOMP_RET_TRAP);
+  data.nr = __NR_getpid;
+  EXPECT_EQ(bpf::EvaluateSeccomp(*prog, data), SECCOMP_RET_ALLOW);
+}
+
+}  // namespace
+}  // namespace usentry::sentry::confine
