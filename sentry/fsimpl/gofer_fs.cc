@@ -1,0 +1,306 @@
+// gofer fs: inodes over gofer::Client, file descriptions over donated host FDs.
+#include "sentry/fsimpl/gofer_fs.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <climits>
+
+namespace usentry::sentry::fsimpl {
+
+using vfs::Attr;
+using vfs::Inode;
+
+GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree)
+    : vfs::Filesystem("9p"), client_(client), tree_(std::move(tree)) {}
+
+SysResult<std::pair<std::shared_ptr<Inode>, bool>> GoferFilesystem::Attach() {
+  ASSIGN_OR_RETURN_ERRNO(auto attached, client_->Attach(tree_));
+  std::shared_ptr<Inode> root = std::make_shared<GoferInode>(this, attached.first);
+  return std::make_pair(std::move(root), attached.second);
+}
+
+SysResult<struct statfs> GoferFilesystem::StatFs() {
+  struct statfs s {};
+  s.f_type = 0x01021997;  // V9FS_MAGIC, what gVisor reports for gofer mounts
+  s.f_bsize = 4096;
+  s.f_frsize = 4096;
+  s.f_namelen = 255;
+  return s;
+}
+
+GoferInode::GoferInode(GoferFilesystem* fs, gofer::Node node)
+    : fs_(fs), handle_(node.handle), attr_(ToAttr(node.attr)) {}
+
+GoferInode::~GoferInode() { fs_->client().Close(handle_); }
+
+Attr GoferInode::ToAttr(const gofer::Attr& a) const {
+  Attr out;
+  out.dev = fs_->dev();
+  out.ino = a.ino;
+  out.mode = a.mode;
+  out.nlink = a.nlink;
+  out.uid = a.uid;
+  out.gid = a.gid;
+  out.rdev = a.rdev;
+  out.size = a.size;
+  out.blocks = a.blocks;
+  out.blksize = a.blksize ? a.blksize : 4096;
+  out.atime = a.atime;
+  out.mtime = a.mtime;
+  out.ctime = a.ctime;
+  return out;
+}
+
+SysResult<Attr> GoferInode::Stat() {
+  // Directories are stat'ed on every path step: serve them from the cache, which our
+  // own changes keep current. Files may change size under open FDs: ask the gofer.
+  if (FileType() != S_IFDIR) {
+    ASSIGN_OR_RETURN_ERRNO(gofer::Attr a, fs_->client().Stat(handle_));
+    attr_ = ToAttr(a);
+  }
+  return attr_;
+}
+
+SysStatus GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
+  gofer::SetAttrRequest g;
+  g.mask = req.mask & (gofer::kSetMode | gofer::kSetUid | gofer::kSetGid | gofer::kSetSize |
+                       gofer::kSetAtime | gofer::kSetMtime);
+  g.mode = req.mode;
+  g.uid = req.uid;
+  g.gid = req.gid;
+  g.size = req.size;
+  g.atime = req.atime;
+  g.mtime = req.mtime;
+  if (g.mask) RETURN_IF_ERRNO(fs_->client().SetAttr(handle_, g));
+  ASSIGN_OR_RETURN_ERRNO(gofer::Attr a, fs_->client().Stat(handle_));
+  attr_ = ToAttr(a);
+  return SysOk();
+}
+
+SysResult<std::shared_ptr<vfs::FileDescription>> GoferInode::Open(const vfs::Path& path,
+                                                                  int flags) {
+  if (FileType() == S_IFDIR) {
+    // Checks the gofer's policy (no FD is donated for directories); listing is ReadDir.
+    ASSIGN_OR_RETURN_ERRNO(UniqueFd unused, fs_->client().Open(handle_, O_RDONLY | O_DIRECTORY));
+    return Inode::Open(path, flags);
+  }
+  if (FileType() != S_IFREG) return Errno{ENXIO};
+  // O_APPEND is emulated (pwrite at the size) so the file offset can be tracked.
+  ASSIGN_OR_RETURN_ERRNO(UniqueFd fd, fs_->client().Open(handle_, flags & O_ACCMODE));
+  return std::shared_ptr<vfs::FileDescription>(
+      std::make_shared<GoferFileDescription>(path, flags, std::move(fd), fs_->dev()));
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Wrap(gofer::Node node) {
+  return std::shared_ptr<Inode>(std::make_shared<GoferInode>(fs_, node));
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Lookup(std::string_view name) {
+  if (FileType() != S_IFDIR) return Errno{ENOTDIR};
+  ASSIGN_OR_RETURN_ERRNO(gofer::Node n, fs_->client().Walk(handle_, name));
+  return Wrap(n);
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Create(std::string_view name, uint32_t mode,
+                                                     uint32_t uid, uint32_t gid) {
+  ASSIGN_OR_RETURN_ERRNO(auto created, fs_->client().Create(handle_, name, O_RDONLY, mode & 07777));
+  attr_.mtime = attr_.ctime = vfs::NowTimespec();
+  return Wrap(created.first);  // the donated FD is closed: Open() asks again
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Mkdir(std::string_view name, uint32_t mode,
+                                                    uint32_t uid, uint32_t gid) {
+  ASSIGN_OR_RETURN_ERRNO(gofer::Node n, fs_->client().Mkdir(handle_, name, mode & 07777));
+  attr_.nlink++;
+  return Wrap(n);
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Symlink(std::string_view name,
+                                                      std::string_view target, uint32_t uid,
+                                                      uint32_t gid) {
+  ASSIGN_OR_RETURN_ERRNO(gofer::Node n, fs_->client().Symlink(handle_, name, target));
+  return Wrap(n);
+}
+
+SysStatus GoferInode::Link(std::string_view name, Inode& target) {
+  auto* t = dynamic_cast<GoferInode*>(&target);
+  if (!t || t->fs_ != fs_) return Errno{EXDEV};
+  ASSIGN_OR_RETURN_ERRNO(gofer::Node n, fs_->client().Link(handle_, name, t->handle_));
+  fs_->client().Close(n.handle);
+  return SysOk();
+}
+
+SysStatus GoferInode::Unlink(std::string_view name) {
+  return fs_->client().Unlink(handle_, name, 0);
+}
+
+SysStatus GoferInode::Rmdir(std::string_view name) {
+  RETURN_IF_ERRNO(fs_->client().Unlink(handle_, name, AT_REMOVEDIR));
+  if (attr_.nlink > 2) attr_.nlink--;
+  return SysOk();
+}
+
+SysStatus GoferInode::Rename(std::string_view old_name, Inode& new_dir, std::string_view new_name,
+                             uint32_t flags) {
+  auto* nd = dynamic_cast<GoferInode*>(&new_dir);
+  if (!nd || nd->fs_ != fs_) return Errno{EXDEV};
+  return fs_->client().Rename(handle_, old_name, nd->handle_, new_name, flags);
+}
+
+SysResult<std::vector<vfs::DirEntry>> GoferInode::ReadDir() {
+  if (FileType() != S_IFDIR) return Errno{ENOTDIR};
+  ASSIGN_OR_RETURN_ERRNO(auto entries, fs_->client().ReadDir(handle_));
+  std::vector<vfs::DirEntry> out;
+  out.reserve(entries.size());
+  for (auto& e : entries) out.push_back(vfs::DirEntry{std::move(e.name), e.ino, e.type});
+  return out;
+}
+
+SysResult<std::string> GoferInode::Readlink() {
+  if (FileType() != S_IFLNK) return Errno{EINVAL};
+  return fs_->client().Readlink(handle_);
+}
+
+// --- GoferFileDescription ---
+
+GoferFileDescription::GoferFileDescription(vfs::Path path, int flags, UniqueFd fd, uint64_t dev)
+    : FileDescription(std::move(path), flags),
+      fd_(std::make_shared<UniqueFd>(std::move(fd))),
+      dev_(dev) {}
+
+SysResult<int64_t> GoferFileDescription::HostSize() {
+  struct stat st;
+  if (fstat(fd_->get(), &st) != 0) return Errno{errno};
+  return static_cast<int64_t>(st.st_size);
+}
+
+namespace {
+// preadv/pwritev over any number of iovecs (IOV_MAX per host call), stopping at a short
+// transfer. Addresses are sentry addresses, so EFAULT cannot come from the app.
+template <typename Fn>
+SysResult<size_t> HostIov(Fn fn, absl::Span<const iovec> iovs, int64_t off) {
+  size_t total = 0;
+  while (!iovs.empty()) {
+    size_t n = std::min<size_t>(iovs.size(), IOV_MAX);
+    size_t want = 0;
+    for (size_t i = 0; i < n; ++i) want += iovs[i].iov_len;
+    ssize_t r;
+    do {
+      r = fn(iovs.data(), static_cast<int>(n), off);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      if (total > 0) return total;
+      return Errno{errno};
+    }
+    total += r;
+    off += r;
+    if (static_cast<size_t>(r) < want) break;
+    iovs.remove_prefix(n);
+  }
+  return total;
+}
+}  // namespace
+
+SysResult<size_t> GoferFileDescription::Read(Task*, absl::Span<const iovec> dst, int64_t offset) {
+  int64_t off = offset < 0 ? offset_ : offset;
+  int fd = fd_->get();
+  ASSIGN_OR_RETURN_ERRNO(
+      size_t n,
+      HostIov([fd](const iovec* v, int c, int64_t o) { return preadv(fd, v, c, o); }, dst, off));
+  if (offset < 0) offset_ += n;
+  return n;
+}
+
+SysResult<size_t> GoferFileDescription::Write(Task*, absl::Span<const iovec> src, int64_t offset) {
+  int64_t off = offset < 0 ? offset_ : offset;
+  if (flags_ & O_APPEND) {
+    ASSIGN_OR_RETURN_ERRNO(off, HostSize());
+  }
+  int fd = fd_->get();
+  ASSIGN_OR_RETURN_ERRNO(
+      size_t n,
+      HostIov([fd](const iovec* v, int c, int64_t o) { return pwritev(fd, v, c, o); }, src, off));
+  if (offset < 0) offset_ = off + n;
+  return n;
+}
+
+SysResult<int64_t> GoferFileDescription::Seek(int64_t offset, int whence) {
+  int64_t base;
+  switch (whence) {
+    case SEEK_SET:
+      base = 0;
+      break;
+    case SEEK_CUR:
+      base = offset_;
+      break;
+    case SEEK_END: {
+      ASSIGN_OR_RETURN_ERRNO(base, HostSize());
+      break;
+    }
+    case SEEK_DATA:
+    case SEEK_HOLE: {
+      // The whole file is reported as data (no hole information from the host).
+      ASSIGN_OR_RETURN_ERRNO(int64_t size, HostSize());
+      if (offset < 0 || offset >= size) return Errno{ENXIO};
+      offset_ = whence == SEEK_DATA ? offset : size;
+      return offset_;
+    }
+    default:
+      return Errno{EINVAL};
+  }
+  if ((offset > 0 && base > INT64_MAX - offset) || base + offset < 0) return Errno{EINVAL};
+  offset_ = base + offset;
+  return offset_;
+}
+
+SysResult<Attr> GoferFileDescription::Stat() {
+  struct stat st;
+  if (fstat(fd_->get(), &st) != 0) return Errno{errno};
+  Attr a;
+  a.dev = dev_;
+  a.ino = st.st_ino;
+  a.mode = st.st_mode;
+  a.nlink = st.st_nlink;
+  a.uid = st.st_uid;
+  a.gid = st.st_gid;
+  a.rdev = st.st_rdev;
+  a.size = st.st_size;
+  a.blocks = st.st_blocks;
+  a.blksize = st.st_blksize;
+  a.atime = st.st_atim;
+  a.mtime = st.st_mtim;
+  a.ctime = st.st_ctim;
+  return a;
+}
+
+SysStatus GoferFileDescription::Truncate(int64_t size) {
+  if (ftruncate(fd_->get(), size) != 0) return Errno{errno};
+  return SysOk();
+}
+
+SysStatus GoferFileDescription::Sync() {
+  if (fsync(fd_->get()) != 0 && errno != EINVAL && errno != EROFS) return Errno{errno};
+  return SysOk();
+}
+
+SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
+  std::shared_ptr<UniqueFd> fd = fd_;
+  mm::FileFiller fill = [fd](uint8_t* dst, uint64_t len, uint64_t file_off) -> SysStatus {
+    while (len > 0) {
+      ssize_t r = pread(fd->get(), dst, len, static_cast<off_t>(file_off));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Errno{errno};
+      if (r == 0) break;  // past EOF: the rest stays zero
+      dst += r;
+      len -= r;
+      file_off += r;
+    }
+    return SysOk();
+  };
+  return vfs::ConfigureCopyMMap(*this, opts, std::move(fill), fd_);
+}
+
+}  // namespace usentry::sentry::fsimpl

@@ -1,0 +1,92 @@
+// gofer fs: inodes backed by gofer Handles. Metadata and namespace operations are
+// gofer::Client calls; file data moves with pread/pwrite on the host FD the gofer donated
+// at open (the sentry never opens host paths). Used for --mount trees and as the lower
+// layer of the root overlay.
+//
+// Ownership and modes are the host's, passed through unchanged. Directory attributes are
+// cached (they are read on every path step); other objects are re-read on Stat().
+#ifndef USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
+#define USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
+
+#include <memory>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "gofer/client.h"
+#include "sentry/vfs/file_description.h"
+#include "sentry/vfs/inode.h"
+
+namespace usentry::sentry::fsimpl {
+
+class GoferFilesystem : public vfs::Filesystem {
+ public:
+  // `client` must outlive the filesystem and every inode of it.
+  GoferFilesystem(gofer::Client* client, std::string tree);
+  // Attaches to the tree: the root inode, and whether the gofer serves it read-only.
+  SysResult<std::pair<std::shared_ptr<vfs::Inode>, bool>> Attach();
+  SysResult<struct statfs> StatFs() override;
+  gofer::Client& client() { return *client_; }
+
+ private:
+  gofer::Client* client_;
+  std::string tree_;
+};
+
+class GoferInode : public vfs::Inode {
+ public:
+  GoferInode(GoferFilesystem* fs, gofer::Node node);
+  ~GoferInode() override;
+
+  vfs::Filesystem& fs() override { return *fs_; }
+  SysResult<vfs::Attr> Stat() override;
+  SysStatus SetAttr(const vfs::SetAttrRequest& req) override;
+  uint32_t FileType() override { return attr_.mode & S_IFMT; }
+  SysResult<std::shared_ptr<vfs::FileDescription>> Open(const vfs::Path& path, int flags) override;
+
+  SysResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view name) override;
+  SysResult<std::shared_ptr<vfs::Inode>> Create(std::string_view name, uint32_t mode, uint32_t uid,
+                                                uint32_t gid) override;
+  SysResult<std::shared_ptr<vfs::Inode>> Mkdir(std::string_view name, uint32_t mode, uint32_t uid,
+                                               uint32_t gid) override;
+  SysResult<std::shared_ptr<vfs::Inode>> Symlink(std::string_view name, std::string_view target,
+                                                 uint32_t uid, uint32_t gid) override;
+  SysStatus Link(std::string_view name, vfs::Inode& target) override;
+  SysStatus Unlink(std::string_view name) override;
+  SysStatus Rmdir(std::string_view name) override;
+  SysStatus Rename(std::string_view old_name, vfs::Inode& new_dir, std::string_view new_name,
+                   uint32_t flags) override;
+  SysResult<std::vector<vfs::DirEntry>> ReadDir() override;
+  SysResult<std::string> Readlink() override;
+
+  gofer::Handle handle() const { return handle_; }
+
+ private:
+  vfs::Attr ToAttr(const gofer::Attr& a) const;
+  SysResult<std::shared_ptr<vfs::Inode>> Wrap(gofer::Node node);
+  GoferFilesystem* fs_;
+  gofer::Handle handle_;
+  vfs::Attr attr_;
+};
+
+// A regular file opened through the gofer: I/O on the donated host FD.
+class GoferFileDescription : public vfs::FileDescription {
+ public:
+  GoferFileDescription(vfs::Path path, int flags, UniqueFd fd, uint64_t dev);
+  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
+  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
+  SysResult<int64_t> Seek(int64_t offset, int whence) override;
+  SysResult<vfs::Attr> Stat() override;
+  SysStatus Truncate(int64_t size) override;
+  SysStatus Sync() override;
+  SysStatus ConfigureMMap(mm::MMapOpts& opts) override;
+  int host_fd() const { return fd_->get(); }
+
+ private:
+  SysResult<int64_t> HostSize();
+  std::shared_ptr<UniqueFd> fd_;  // shared with mmap fillers
+  uint64_t dev_;
+};
+
+}  // namespace usentry::sentry::fsimpl
+
+#endif  // USENTRY_SENTRY_FSIMPL_GOFER_FS_H_

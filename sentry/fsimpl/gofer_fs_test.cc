@@ -1,0 +1,162 @@
+// The gofer-backed fs and the assembled sandbox view, against a real gofer server on a
+// thread serving temporary host directories.
+#include "sentry/fsimpl/gofer_fs.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "gofer/gofer_test_util.h"
+#include "gtest/gtest.h"
+#include "sentry/fsimpl/sandbox_vfs.h"
+
+namespace usentry::sentry::fsimpl {
+namespace {
+
+using gofer::testing::GoferHarness;
+using gofer::testing::TempDir;
+
+class SandboxVfsTest : public ::testing::Test {
+ protected:
+  SandboxVfsTest() {
+    chmod(root_.path().c_str(), 0755);  // mkdtemp makes it 0700: others could not search "/"
+    root_.Mkdir("etc");
+    root_.WriteFile("etc/passwd", "root:x:0:0");
+    root_.Mkdir("bin");
+    root_.WriteFile("bin/tool", "#!/bin/sh\n", 0755);
+    rw_.WriteFile("data.txt", "hello");
+    ro_.WriteFile("ro.txt", "ro");
+    gofer::GoferConfig gc;
+    gc.trees.push_back(gofer::TreeConfig{"root", root_.path(), true, std::nullopt, {}});
+    gc.trees.push_back(gofer::TreeConfig{"mount0", rw_.path(), false, std::nullopt, {}});
+    gc.trees.push_back(gofer::TreeConfig{"mount1", ro_.path(), false, std::nullopt, {}});
+    harness_ = std::make_unique<GoferHarness>(gc);
+    VfsConfig cfg;
+    cfg.mounts = {MountSpec{"mount0", "/work/rw", false}, MountSpec{"mount1", "/mnt/ro", true}};
+    cfg.workdir = "/workspace";
+    cfg.tmpfs_limit_bytes = 1 << 20;
+    auto v = BuildSandboxVfs(harness_->client(), cfg);
+    EXPECT_TRUE(v.ok()) << v.status();
+    if (v.ok()) vfs_ = std::move(v).value();
+  }
+  ~SandboxVfsTest() override { vfs_.reset(); }
+
+  vfs::ResolveContext Ctx() { return {&creds_, vfs_->root(), vfs_->root(), 022}; }
+  std::string Read(const std::string& path) {
+    auto f = vfs_->Open(Ctx(), path, O_RDONLY, 0);
+    if (!f.ok()) return "<errno " + std::to_string(f.error()) + ">";
+    std::string out(4096, '\0');
+    iovec v{out.data(), out.size()};
+    auto n = (*f)->Read(nullptr, absl::MakeConstSpan(&v, 1), -1);
+    out.resize(n.ok() ? *n : 0);
+    return out;
+  }
+  SysStatus Write(const std::string& path, const std::string& s, int flags) {
+    auto f = vfs_->Open(Ctx(), path, O_WRONLY | flags, 0644);
+    if (!f.ok()) return Errno{f.error()};
+    iovec v{const_cast<char*>(s.data()), s.size()};
+    auto n = (*f)->Write(nullptr, absl::MakeConstSpan(&v, 1), -1);
+    if (!n.ok()) return Errno{n.error()};
+    return SysOk();
+  }
+  std::vector<std::string> List(const std::string& path) {
+    std::vector<std::string> out;
+    auto f = vfs_->Open(Ctx(), path, O_RDONLY | O_DIRECTORY, 0);
+    if (!f.ok()) return {"<errno>"};
+    (void)(*f)->IterateDir([&](const vfs::DirEntry& e, int64_t) {
+      out.push_back(e.name);
+      return true;
+    });
+    return out;
+  }
+
+  TempDir root_, rw_, ro_;
+  std::unique_ptr<GoferHarness> harness_;
+  std::unique_ptr<vfs::Vfs> vfs_;
+  Credentials creds_;
+};
+
+TEST_F(SandboxVfsTest, LayoutAndLowerReads) {
+  ASSERT_TRUE(vfs_);
+  EXPECT_EQ(Read("/etc/passwd"), "root:x:0:0");
+  auto tmp = vfs_->Resolve(Ctx(), "/tmp", true);
+  ASSERT_TRUE(tmp.ok());
+  EXPECT_EQ(tmp->inode()->Stat()->mode & 07777, 01777u);
+  EXPECT_EQ(tmp->mount->fs().name(), "tmpfs");
+  EXPECT_TRUE(vfs_->Resolve(Ctx(), "/workspace", true).ok());
+  EXPECT_TRUE(vfs_->Resolve(Ctx(), "/dev", true).ok());
+  EXPECT_TRUE(vfs_->Resolve(Ctx(), "/proc", true).ok());
+  auto l = List("/");
+  EXPECT_NE(std::find(l.begin(), l.end(), "etc"), l.end());
+  EXPECT_NE(std::find(l.begin(), l.end(), "workspace"), l.end());
+}
+
+TEST_F(SandboxVfsTest, OverlayWritesNeverReachTheHostLower) {
+  ASSERT_TRUE(vfs_);
+  ASSERT_TRUE(Write("/etc/passwd", "+evil", O_APPEND).ok());
+  EXPECT_EQ(Read("/etc/passwd"), "root:x:0:0+evil");
+  EXPECT_EQ(root_.ReadFile("etc/passwd"), "root:x:0:0");
+  ASSERT_TRUE(vfs_->Unlink(Ctx(), "/bin/tool").ok());
+  EXPECT_EQ(vfs_->Resolve(Ctx(), "/bin/tool", true).error(), ENOENT);
+  EXPECT_EQ(List("/bin"), (std::vector<std::string>{".", ".."}));
+  EXPECT_EQ(root_.ReadFile("bin/tool"), "#!/bin/sh\n");
+  ASSERT_TRUE(Write("/bin/tool", "new", O_CREAT).ok());
+  EXPECT_EQ(Read("/bin/tool"), "new");
+}
+
+TEST_F(SandboxVfsTest, RwMountWritesThroughRoMountRefuses) {
+  ASSERT_TRUE(vfs_);
+  EXPECT_EQ(Read("/work/rw/data.txt"), "hello");
+  ASSERT_TRUE(Write("/work/rw/data.txt", " world", O_APPEND).ok());
+  EXPECT_EQ(rw_.ReadFile("data.txt"), "hello world");
+  ASSERT_TRUE(Write("/work/rw/new.txt", "n", O_CREAT | O_EXCL).ok());
+  EXPECT_EQ(rw_.ReadFile("new.txt"), "n");
+  ASSERT_TRUE(vfs_->Mkdir(Ctx(), "/work/rw/sub", 0755).ok());
+  ASSERT_TRUE(vfs_->Rename(Ctx(), "/work/rw/new.txt", Ctx(), "/work/rw/sub/moved", 0).ok());
+  EXPECT_EQ(rw_.ReadFile("sub/moved"), "n");
+  ASSERT_TRUE(vfs_->Unlink(Ctx(), "/work/rw/sub/moved").ok());
+  ASSERT_TRUE(vfs_->Rmdir(Ctx(), "/work/rw/sub").ok());
+  EXPECT_EQ(List("/work/rw"), (std::vector<std::string>{".", "..", "data.txt"}));
+  EXPECT_EQ(Read("/mnt/ro/ro.txt"), "ro");
+  EXPECT_EQ(Write("/mnt/ro/ro.txt", "x", 0).error(), EROFS);
+  EXPECT_EQ(vfs_->Mkdir(Ctx(), "/mnt/ro/d", 0755).error(), EROFS);
+  EXPECT_EQ(vfs_->Rename(Ctx(), "/work/rw/data.txt", Ctx(), "/data.txt", 0).error(), EXDEV);
+}
+
+TEST_F(SandboxVfsTest, MmapFillerReadsHostFile) {
+  ASSERT_TRUE(vfs_);
+  auto f = vfs_->Open(Ctx(), "/work/rw/data.txt", O_RDONLY, 0);
+  ASSERT_TRUE(f.ok());
+  mm::MMapOpts opts;
+  opts.len = 4096;
+  opts.prot = PROT_READ;
+  opts.flags = MAP_PRIVATE;
+  ASSERT_TRUE((*f)->ConfigureMMap(opts).ok());
+  std::vector<uint8_t> page(4096, 0xff);
+  std::fill(page.begin(), page.end(), 0);
+  ASSERT_TRUE(opts.fill(page.data(), page.size(), 0).ok());
+  EXPECT_EQ(std::string(page.begin(), page.begin() + 5), "hello");
+  EXPECT_EQ(page[5], 0);
+  EXPECT_EQ(opts.name, "/work/rw/data.txt");
+  mm::MMapOpts shared = opts;
+  shared.flags = MAP_SHARED;
+  shared.prot = PROT_READ | PROT_WRITE;
+  EXPECT_EQ((*f)->ConfigureMMap(shared).error(), EACCES);
+}
+
+TEST_F(SandboxVfsTest, TmpIsStickyAndSeparate) {
+  ASSERT_TRUE(vfs_);
+  Credentials alice, bob;
+  alice.fsuid = alice.euid = 1000;
+  bob.fsuid = bob.euid = 1001;
+  vfs::ResolveContext a{&alice, vfs_->root(), vfs_->root(), 022};
+  vfs::ResolveContext b{&bob, vfs_->root(), vfs_->root(), 022};
+  ASSERT_TRUE(vfs_->Open(a, "/tmp/alice", O_CREAT | O_WRONLY, 0666).ok());
+  EXPECT_EQ(vfs_->Unlink(b, "/tmp/alice").error(), EPERM);
+  EXPECT_EQ(vfs_->Rename(b, "/tmp/alice", b, "/tmp/bob", 0).error(), EPERM);
+  EXPECT_TRUE(vfs_->Unlink(a, "/tmp/alice").ok());
+  // Bob cannot create in the read-only-for-others overlay root.
+  EXPECT_EQ(vfs_->Open(b, "/bobfile", O_CREAT | O_WRONLY, 0644).error(), EACCES);
+}
+
+}  // namespace
+}  // namespace usentry::sentry::fsimpl

@@ -1,0 +1,87 @@
+// BuildSandboxVfs: assembles the sandbox's mount tree (see sandbox_vfs.h).
+#include "sentry/fsimpl/sandbox_vfs.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sentry/fsimpl/gofer_fs.h"
+#include "sentry/fsimpl/overlay.h"
+#include "sentry/fsimpl/tmpfs.h"
+
+namespace usentry::sentry::fsimpl {
+namespace {
+
+absl::Status ErrnoError(const std::string& what, int err) {
+  return absl::Status(absl::ErrnoToStatusCode(err),
+                      absl::StrCat(what, " failed: ", std::strerror(err)));
+}
+
+// mkdir -p as sandbox root; existing directories are fine.
+absl::Status MkdirAll(vfs::Vfs& v, const std::string& path, uint32_t mode) {
+  static const Credentials kRoot;
+  vfs::ResolveContext ctx{&kRoot, v.root(), v.root(), 0};
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("mount target '", path, "' is not absolute"));
+  }
+  std::string prefix;
+  for (const std::string& comp :
+       std::vector<std::string>(absl::StrSplit(path, '/', absl::SkipEmpty()))) {
+    absl::StrAppend(&prefix, "/", comp);
+    SysStatus st = v.Mkdir(ctx, prefix, mode);
+    if (st.ok()) continue;
+    if (st.error() != EEXIST) return ErrnoError(absl::StrCat("mkdir(", prefix, ")"), st.error());
+    auto p = v.Resolve(ctx, prefix, true);
+    if (!p.ok()) return ErrnoError(absl::StrCat("resolve(", prefix, ")"), p.error());
+    if (!p->inode()->IsDir()) {
+      return ErrnoError(absl::StrCat("mount point ", prefix), ENOTDIR);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
+                                                          const VfsConfig& cfg) {
+  auto budget = std::make_shared<ByteBudget>(cfg.tmpfs_limit_bytes);
+  auto upper_fs = std::make_shared<TmpfsFilesystem>(budget);
+  auto lower_fs = std::make_shared<GoferFilesystem>(&gofer, "root");
+  auto attached = lower_fs->Attach();
+  if (!attached.ok()) return ErrnoError("gofer Attach(\"root\")", attached.error());
+  std::shared_ptr<vfs::Inode> lower_root = attached->first;
+  auto la = lower_root->Stat();
+  if (!la.ok()) return ErrnoError("gofer Stat(root)", la.error());
+  auto overlay = std::make_shared<OverlayFilesystem>(
+      upper_fs, upper_fs->NewRoot(la->mode & 07777, la->uid, la->gid), lower_fs, lower_root);
+  auto v = std::make_unique<vfs::Vfs>(overlay, overlay->root(), 0);
+
+  // Fresh /tmp (its own tmpfs, sharing the writable-layer budget), /dev and /proc.
+  if (absl::Status st = MkdirAll(*v, "/tmp", 01777); !st.ok()) return st;
+  auto tmp_fs = std::make_shared<TmpfsFilesystem>(budget);
+  auto m = v->MountAt("/tmp", tmp_fs, tmp_fs->NewRoot(01777, 0, 0), 0);
+  if (!m.ok()) return ErrnoError("mount(/tmp)", m.error());
+  if (absl::Status st = MkdirAll(*v, "/dev", 0755); !st.ok()) return st;
+  if (absl::Status st = MkdirAll(*v, "/proc", 0555); !st.ok()) return st;
+
+  for (const MountSpec& spec : cfg.mounts) {
+    auto fs = std::make_shared<GoferFilesystem>(&gofer, spec.tree);
+    auto root = fs->Attach();
+    if (!root.ok())
+      return ErrnoError(absl::StrCat("gofer Attach(\"", spec.tree, "\")"), root.error());
+    if (!root->first->IsDir()) {
+      return ErrnoError(absl::StrCat("--mount ", spec.target, " (source is not a directory)"),
+                        ENOTDIR);
+    }
+    if (absl::Status st = MkdirAll(*v, spec.target, 0755); !st.ok()) return st;
+    int flags = (spec.read_only || root->second) ? vfs::kMountReadOnly : 0;
+    auto mounted = v->MountAt(spec.target, fs, root->first, flags);
+    if (!mounted.ok()) return ErrnoError(absl::StrCat("mount(", spec.target, ")"), mounted.error());
+  }
+  if (!cfg.workdir.empty()) {
+    if (absl::Status st = MkdirAll(*v, cfg.workdir, 0755); !st.ok()) return st;
+  }
+  return v;
+}
+
+}  // namespace usentry::sentry::fsimpl

@@ -1,0 +1,63 @@
+// Task-facing VFS glue: resolution contexts, exec lookup, loader reads, path names.
+#include "sentry/vfs/task_context.h"
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/fs_context.h"
+#include "sentry/vfs/permissions.h"
+
+namespace usentry::sentry::vfs {
+
+ResolveContext TaskContext(Task& task) {
+  FsContext& fs = task.fs();
+  return ResolveContext{&task.creds(), fs.root(), fs.cwd(), fs.umask()};
+}
+
+SysResult<ResolveContext> ContextAt(Task& task, int dirfd, std::string_view path) {
+  ResolveContext ctx = TaskContext(task);
+  if ((!path.empty() && path[0] == '/') || dirfd == AT_FDCWD) return ctx;
+  ASSIGN_OR_RETURN_ERRNO(auto file, task.fds().Get(dirfd));
+  if (!file->path().valid() || !file->path().inode()->IsDir()) return Errno{ENOTDIR};
+  ctx.start = file->path();
+  return ctx;
+}
+
+SysResult<std::shared_ptr<FileDescription>> OpenForExec(Task& task, std::string_view path) {
+  if (path.empty()) return Errno{ENOENT};
+  ResolveContext ctx = TaskContext(task);
+  ASSIGN_OR_RETURN_ERRNO(Path p, task.kernel().vfs().Resolve(ctx, path, true));
+  Inode* inode = p.inode();
+  if (!inode->IsRegular()) return Errno{EACCES};
+  if (p.mount->flags() & kMountNoExec) return Errno{EACCES};
+  ASSIGN_OR_RETURN_ERRNO(Attr a, inode->Stat());
+  RETURN_IF_ERRNO(CheckPermission(task.creds(), a, kMayExec));
+  // execve needs only execute permission (an --x binary runs); open bypassing the read
+  // check that Vfs::OpenPath would make.
+  return inode->Open(p, O_RDONLY);
+}
+
+SysResult<size_t> ReadAt(FileDescription& file, void* buf, size_t n, int64_t off) {
+  if (off < 0) return Errno{EINVAL};
+  size_t done = 0;
+  while (done < n) {
+    iovec v{static_cast<char*>(buf) + done, n - done};
+    ASSIGN_OR_RETURN_ERRNO(size_t r,
+                           file.Read(nullptr, absl::MakeConstSpan(&v, 1), off + int64_t(done)));
+    if (r == 0) break;
+    done += r;
+  }
+  return done;
+}
+
+SysResult<Attr> FileAttr(FileDescription& file) { return file.Stat(); }
+
+std::string FilePath(Task& task, const FileDescription& file) {
+  if (!file.path().valid()) return file.AnonName();
+  return task.kernel().vfs().PathOf(file.path(), task.fs().root());
+}
+
+std::string CwdPath(Task& task) {
+  return task.kernel().vfs().PathOf(task.fs().cwd(), task.fs().root());
+}
+
+}  // namespace usentry::sentry::vfs
