@@ -5,8 +5,6 @@
 #ifndef USENTRY_SENTRY_FSIMPL_TTY_H_
 #define USENTRY_SENTRY_FSIMPL_TTY_H_
 
-#include <sys/sysmacros.h>
-
 #include <cstdint>
 
 #include "sentry/kernel/sys_result.h"
@@ -24,10 +22,16 @@ struct Terminal {
   int32_t sid = 0;      // controlling session; 0: the session of whoever asks; -1: none
 };
 
+// Linux's dev_t encoding (glibc's makedev is not constexpr).
+constexpr uint64_t LinuxMakedev(uint32_t major, uint32_t minor) {
+  return (minor & 0xffull) | ((major & 0xfffull) << 8) | ((uint64_t{minor} & ~0xffull) << 12) |
+         ((uint64_t{major} & ~0xfffull) << 32);
+}
+
 // The host tty is shown as /dev/pts/0 of a devpts-like device: fstat of a stdio FD and
 // stat("/dev/pts/0") agree, so ttyname(3) finds the name.
-inline constexpr uint64_t kHostTtyRdev = makedev(136, 0);
-inline constexpr uint64_t kDevptsDev = makedev(0, 0x1f);
+inline constexpr uint64_t kHostTtyRdev = LinuxMakedev(136, 0);
+inline constexpr uint64_t kDevptsDev = LinuxMakedev(0, 0x1f);
 inline constexpr uint64_t kHostTtyIno = 3;
 inline constexpr const char* kHostTtyPath = "/dev/pts/0";
 vfs::Attr HostTtyAttr(uint32_t uid, uint32_t gid);
