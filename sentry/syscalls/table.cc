@@ -5,6 +5,8 @@
 
 #include <array>
 
+#include "sentry/syscalls/sys_pipe.h"
+#include "sentry/syscalls/sys_poll.h"
 #include "sentry/syscalls/sys_info.h"
 #include "sentry/syscalls/sys_mm.h"
 #include "sentry/syscalls/sys_process.h"
@@ -21,7 +23,7 @@ constexpr SyscallInfo kTable[] = {
     {4, "stat", nullptr, Support::kUnimplemented, "", "sp"},
     {5, "fstat", nullptr, Support::kUnimplemented, "", "fp"},
     {6, "lstat", nullptr, Support::kUnimplemented, "", "sp"},
-    {7, "poll", nullptr, Support::kUnimplemented, "", "pud"},
+    {7, "poll", SysPoll, Support::kPartial, "interrupted calls restart with the full timeout (ERESTARTNOHAND, no restart block)", "pud"},
     {8, "lseek", nullptr, Support::kUnimplemented, "", "fdd"},
     {9, "mmap", SysMmap, Support::kPartial, "shared file mappings are copies (not coherent with write) — MAP_HUGETLB EINVAL", "xuPMfx"},
     {10, "mprotect", SysMprotect, Support::kFull, "", "xuP"},
@@ -36,8 +38,8 @@ constexpr SyscallInfo kTable[] = {
     {19, "readv", nullptr, Support::kUnimplemented, "", "fpd"},
     {20, "writev", nullptr, Support::kUnimplemented, "", "fpd"},
     {21, "access", nullptr, Support::kUnimplemented, "", "so"},
-    {22, "pipe", nullptr, Support::kUnimplemented, "", "p"},
-    {23, "select", nullptr, Support::kUnimplemented, "", "dpppp"},
+    {22, "pipe", SysPipe, Support::kFull, "", "p"},
+    {23, "select", SysSelect, Support::kFull, "", "dpppp"},
     {24, "sched_yield", SysSchedYield, Support::kFull, "", ""},
     {25, "mremap", SysMremap, Support::kPartial, "single-VMA sources; MREMAP_DONTUNMAP EINVAL; moved shared anonymous memory becomes private", "xuuxx"},
     {26, "msync", SysMsync, Support::kPartial, "no shared file mappings to write back yet", ""},
@@ -284,8 +286,8 @@ constexpr SyscallInfo kTable[] = {
     {267, "readlinkat", nullptr, Support::kUnimplemented, "", "fspu"},
     {268, "fchmodat", nullptr, Support::kUnimplemented, "", "fsm"},
     {269, "faccessat", nullptr, Support::kUnimplemented, "", "fso"},
-    {270, "pselect6", nullptr, Support::kUnimplemented, "", "dppppp"},
-    {271, "ppoll", nullptr, Support::kUnimplemented, "", "pdppu"},
+    {270, "pselect6", SysPselect6, Support::kFull, "", "dppppp"},
+    {271, "ppoll", SysPpoll, Support::kFull, "", "pdppu"},
     {272, "unshare", nullptr, Support::kUnimplemented, "", ""},
     {273, "set_robust_list", SysSetRobustList, Support::kPartial, "recorded; robust futex cleanup comes with threads", "pu"},
     {274, "get_robust_list", SysGetRobustList, Support::kPartial, "own thread only", ""},
@@ -307,7 +309,7 @@ constexpr SyscallInfo kTable[] = {
     {290, "eventfd2", nullptr, Support::kUnimplemented, "", ""},
     {291, "epoll_create1", nullptr, Support::kUnimplemented, "", ""},
     {292, "dup3", nullptr, Support::kUnimplemented, "", "ffo"},
-    {293, "pipe2", nullptr, Support::kUnimplemented, "", "po"},
+    {293, "pipe2", SysPipe2, Support::kPartial, "O_DIRECT (packet mode) is EINVAL", "po"},
     {294, "inotify_init1", nullptr, Support::kUnimplemented, "", ""},
     {295, "preadv", nullptr, Support::kUnimplemented, "", "fpdd"},
     {296, "pwritev", nullptr, Support::kUnimplemented, "", "fpdd"},
