@@ -143,12 +143,11 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
   }
 
   user_regs_struct gp = regs.gp;
-  if (gp.cs == 0 && gp.ss == 0) {
-    gp.cs = kUserCs;
-    gp.ss = kUserSs;
-    gp.ds = gp.es = 0;
-    gp.fs = gp.gs = 0;
-  }
+  if (gp.cs == 0 && gp.ss == 0) gp.ds = gp.es = gp.fs = gp.gs = 0;  // fresh Registers
+  // Always 64-bit user mode: a far jump into a compat code segment does not survive
+  // a trap (the sandbox runs x86-64 code only).
+  gp.cs = kUserCs;
+  gp.ss = kUserSs;
   // See ptrace_platform.h: no host syscall restart on the app's registers.
   gp.orig_rax = ~uint64_t{0};
   RETURN_IF_ERROR(sp.ExplainFailure(sp.SetRegs(gp), "before running app code"));

@@ -20,8 +20,10 @@
 //  * kInterrupted: Interrupt() was called, or an asynchronous host signal arrived.
 //    Host signals are never delivered into the stub; the sentry emulates signals.
 //  * A non-OK status: the stub died or ptrace failed; the AddressSpace is unusable.
-//  * If gp.cs and gp.ss are both 0 (a fresh Registers), the standard 64-bit user
-//    selectors are used.
+//  * gp.cs and gp.ss are always set to the 64-bit user selectors (0x33, 0x2b), as
+//    gVisor does: app code that far-jumps into a 32-bit segment is put back into
+//    64-bit mode at its next trap. If both were 0 (a fresh Registers), ds/es/fs/gs
+//    are zeroed too; otherwise they are kept (the app may load them).
 //  * int 0x80 / compat-mode syscalls are reported as kSignal SIGSYS with si_arch =
 //    AUDIT_ARCH_I386, si_syscall = the number (checked with PTRACE_GET_SYSCALL_INFO).
 #ifndef USENTRY_PLATFORM_PTRACE_PTRACE_PLATFORM_H_

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "base/sys_result.h"
 #include "platform/ptrace/stub_filter.h"
 
 namespace usentry::platform::ptrace {
@@ -166,7 +167,8 @@ absl::Status Subprocess::ExplainFailure(absl::Status st, const std::string& duri
   return st;
 }
 
-absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>& args) {
+absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>& args,
+                                           int restarts) {
   user_regs_struct r = initial_regs_;
   r.rip = stub_.syscall_site;
   r.rax = static_cast<uint64_t>(nr);
@@ -184,7 +186,20 @@ absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>
     if (dead_) return DiedError(absl::StrFormat("while running injected syscall %d", nr), st);
     if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP) {
       RETURN_IF_ERROR(GetRegs(r));
-      if (r.rip == stub_.trap_rip) return static_cast<int64_t>(r.rax);
+      if (r.rip == stub_.trap_rip) {
+        const int64_t rax = static_cast<int64_t>(r.rax);
+        // A signal interrupted the call and the kernel asks for a restart, which it
+        // did not do itself (it only does that on signal delivery; we suppress those).
+        if (rax == -kERestartSys || rax == -kERestartNoIntr || rax == -kERestartNoHand ||
+            rax == -kERestartRestartBlock) {
+          if (++restarts > kMaxSpuriousStops) {
+            return absl::InternalError(absl::StrFormat(
+                "ptrace stub pid=%d: injected syscall %d keeps asking for a restart", pid_, nr));
+          }
+          return Inject(nr, args);
+        }
+        return rax;
+      }
     }
     // A fault in the stub itself means the stub code or its page is broken.
     siginfo_t info{};

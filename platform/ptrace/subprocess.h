@@ -18,6 +18,17 @@
 #include "absl/status/statusor.h"
 #include "platform/ptrace/stub_code_unsafe.h"
 
+// Host syscalls this platform makes, for the sentry's own seccomp allowlist:
+//  * sentry thread: clone(SIGCHLD) (raw, no other flags), wait4, ptrace (TRACEME is in
+//    the child; here GETREGS, SETREGS, GETREGSET/SETREGSET NT_X86_XSTATE, GETSIGINFO,
+//    GET_SYSCALL_INFO, SETOPTIONS, CONT, SYSEMU), kill(SIGKILL), tgkill (Interrupt),
+//    getpid, fcntl(F_GETFD) in NewPlatform; once per process mmap/mprotect of the stub
+//    page.
+//  * forked child before its own filter (still under the sentry's inherited filter):
+//    prctl(PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS), getppid, rseq(UNREGISTER),
+//    rt_sigaction, rt_sigprocmask, close_range, ptrace(PTRACE_TRACEME),
+//    seccomp(SET_MODE_FILTER); then from the stub page munmap, getpid, kill(SIGSTOP),
+//    exit_group, and the injected mmap/munmap/mprotect.
 namespace usentry::platform::ptrace {
 
 // True for a signal the CPU raised for the instruction that just ran (a fault, trap,
@@ -53,7 +64,8 @@ class Subprocess {
   // Runs syscall `nr` with `args` in the stub (which must be stopped) and returns the
   // raw rax (negative errno on failure). Clobbers the stub's registers.
   // Errors name the syscall number and arguments.
-  absl::StatusOr<int64_t> Inject(int nr, const std::array<uint64_t, 6>& args);
+  // A -ERESTART* result (a signal interrupted the call) is retried here.
+  absl::StatusOr<int64_t> Inject(int nr, const std::array<uint64_t, 6>& args, int restarts = 0);
 
   // waitpid(pid, __WALL) with EINTR retry. Marks the stub dead if it exited.
   absl::StatusOr<int> Wait();
