@@ -326,6 +326,18 @@ TEST_F(PtracePlatformTest, FpStateLoadsAndWritesBack) {
   EXPECT_EQ(regs_.gp.rdi, v);
 }
 
+TEST_F(PtracePlatformTest, StubStartsWithCleanFpState) {
+  // Fresh stubs must not carry the sentry thread's vector registers.
+  Registers regs;
+  ASSERT_TRUE(ctx_->LoadFpState(*as_, regs).ok());
+  for (size_t i = 32; i < 416; ++i) {  // x87 st0-7 and xmm0-15 in the legacy region
+    ASSERT_EQ(regs.fp[i], 0) << "byte " << i;
+  }
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, regs.fp + 512, 8);
+  EXPECT_EQ(xstate_bv & ~uint64_t{1 << 9}, 0u);  // nothing but maybe PKRU in use
+}
+
 TEST_F(PtracePlatformTest, StubKeepsOnlyTheMemoryFile) {
   const std::string dir = absl::StrCat("/proc/", StubPid(), "/fd");
   DIR* d = opendir(dir.c_str());

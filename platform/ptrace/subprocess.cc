@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -23,6 +24,9 @@ namespace {
 // Upper bound of stops we suppress while waiting for an expected one (a late interrupt
 // signal or a signal sent from outside the sandbox); more means something is wrong.
 constexpr int kMaxSpuriousStops = 100;
+
+// Offset of MXCSR in the FXSAVE/XSAVE legacy region.
+constexpr size_t kMxcsrOffset = 24;
 
 const char* SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -126,7 +130,13 @@ absl::Status Subprocess::FinishSetup() {
   size_t len = probe.size();
   RETURN_IF_ERROR(GetXstate(probe.data(), len));
   xstate_size_ = len;
-  return absl::OkStatus();
+  // The child inherited the sentry thread's FPU/SSE/AVX registers, which hold sentry
+  // data (memcpy goes through vector registers). Reset them to the architectural
+  // init state: XSTATE_BV = 0 (every component initial, PKRU 0) and the default MXCSR.
+  std::fill(probe.begin(), probe.begin() + xstate_size_, 0);
+  constexpr uint32_t kDefaultMxcsr = 0x1f80;  // all exceptions masked
+  std::memcpy(probe.data() + kMxcsrOffset, &kDefaultMxcsr, sizeof(kDefaultMxcsr));
+  return SetXstate(probe.data(), xstate_size_);
 }
 
 Subprocess::~Subprocess() {

@@ -45,7 +45,7 @@ class Subprocess {
  public:
   // Forks a stub that keeps only `memory_fd` and waits until it stopped itself inside
   // the stub page with everything else unmapped, then checks it with an injected
-  // getpid.
+  // getpid and resets its FPU state (inherited from the sentry) to the init state.
   static absl::StatusOr<std::unique_ptr<Subprocess>> Create(int memory_fd);
   // Kills (SIGKILL) and reaps the stub.
   ~Subprocess();
