@@ -384,6 +384,9 @@ TEST_F(PtracePlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {
   }
   EXPECT_TRUE(seccomp);
   EXPECT_TRUE(nnp);
+  std::ifstream comm(absl::StrCat("/proc/", StubPid(), "/comm"));
+  std::getline(comm, line);
+  EXPECT_EQ(line, "usentry-stub");
 }
 
 TEST_F(PtracePlatformTest, JumpingIntoTheStubSyscallSiteIsStillEmulated) {

@@ -190,6 +190,9 @@ void StubChildMain(const StubChildArgs& args) {
   // also the ptrace tracer (PTRACE_TRACEME attaches to the real parent thread).
   if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ChildExit(kChildPdeathsig);
   if (syscall(SYS_getppid) != args.parent_pid) ChildExit(kChildParentGone);
+  // Recognizable in ps/top instead of the sentry thread's name (best effort).
+  static constexpr char kName[] = "usentry-stub";
+  syscall(SYS_prctl, PR_SET_NAME, kName, 0, 0, 0);
 
   // glibc registered an rseq area for the forking thread and fork keeps the
   // registration. Once the stub unmaps the sentry's memory the kernel would fault

@@ -25,7 +25,7 @@
 //    getpid, fcntl(F_GETFD) in NewPlatform; once per process mmap/mprotect of the stub
 //    page.
 //  * forked child before its own filter (still under the sentry's inherited filter):
-//    prctl(PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS), getppid, rseq(UNREGISTER),
+//    prctl(PR_SET_PDEATHSIG, PR_SET_NAME, PR_SET_NO_NEW_PRIVS), getppid, rseq(UNREGISTER),
 //    rt_sigaction, rt_sigprocmask, close_range, ptrace(PTRACE_TRACEME),
 //    seccomp(SET_MODE_FILTER); then from the stub page munmap, getpid, kill(SIGSTOP),
 //    exit_group, and the injected mmap/munmap/mprotect.
