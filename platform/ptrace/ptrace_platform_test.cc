@@ -6,7 +6,9 @@
 #include <linux/audit.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -387,6 +389,35 @@ TEST_F(PtracePlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {
   std::ifstream comm(absl::StrCat("/proc/", StubPid(), "/comm"));
   std::getline(comm, line);
   EXPECT_EQ(line, "usentry-stub");
+}
+
+// The second layer, live: if the platform ever ran app code without SYSEMU, the stub
+// filter kills the stub at the app's first syscall.
+TEST_F(PtracePlatformTest, AppSyscallWithoutSysemuKillsTheStub) {
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  Load(g);
+  Subprocess& sp = static_cast<PtraceAddressSpace&>(*as_).subprocess();
+  user_regs_struct gp = sp.initial_regs();
+  gp.rip = kCode;
+  gp.rsp = kStack + kPage;
+  gp.orig_rax = ~uint64_t{0};
+  ASSERT_TRUE(sp.SetRegs(gp).ok());
+  ASSERT_TRUE(sp.Resume(PTRACE_CONT, "PTRACE_CONT").ok());  // the bug being simulated
+  absl::StatusOr<int> st = sp.Wait();
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_TRUE(WIFSIGNALED(*st)) << DescribeWaitStatus(*st);
+  EXPECT_EQ(WTERMSIG(*st), SIGSYS);
+}
+
+// Even from the stub page, only the stub's own syscalls pass.
+TEST_F(PtracePlatformTest, InjectedSyscallOutsideTheAllowlistKillsTheStub) {
+  Subprocess& sp = static_cast<PtraceAddressSpace&>(*as_).subprocess();
+  absl::StatusOr<int64_t> r = sp.Inject(SYS_getppid, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SIGSYS"), std::string::npos) << r.status();
+  EXPECT_TRUE(sp.dead());
 }
 
 TEST_F(PtracePlatformTest, JumpingIntoTheStubSyscallSiteIsStillEmulated) {
