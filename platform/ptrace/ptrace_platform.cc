@@ -137,6 +137,7 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
     return absl::InvalidArgumentError("ptrace Context::Switch: AddressSpace is not a ptrace one");
   }
   Subprocess& sp = pas->subprocess();
+  RETURN_IF_ERROR(sp.CheckTracer("Context::Switch"));
   if (sp.dead()) {
     return absl::FailedPreconditionError(
         absl::StrFormat("ptrace Context::Switch: stub pid=%d is dead", sp.pid()));
@@ -244,6 +245,7 @@ absl::Status PtraceContext::LoadFpState(AddressSpace& as, Registers& regs) {
     return absl::InvalidArgumentError("ptrace LoadFpState: AddressSpace is not a ptrace one");
   }
   Subprocess& sp = pas->subprocess();
+  RETURN_IF_ERROR(sp.CheckTracer("Context::LoadFpState"));
   if (sp.xstate_size() > kFpStateSize) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "host XSAVE size %d exceeds kFpStateSize %d", sp.xstate_size(), kFpStateSize));

@@ -482,6 +482,23 @@ TEST_F(PtracePlatformTest, StubDeathIsAnError) {
   EXPECT_FALSE(ctx_->Switch(*as_, regs_).ok());
 }
 
+TEST_F(PtracePlatformTest, UseFromAnotherThreadIsAnErrorNotAHang) {
+  auto g = Gen();
+  g.ud2();
+  Load(g);
+  std::thread other([&] {
+    absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_EQ(as_->Unmap(kCode, kPage).code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_FALSE(ctx_->LoadFpState(*as_, regs_).ok());
+  });
+  other.join();
+  SwitchResult r = Run();  // still fine from the owner thread
+  EXPECT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGILL);
+}
+
 TEST_F(PtracePlatformTest, DestroyingTheAddressSpaceReapsTheStub) {
   const pid_t pid = StubPid();
   as_.reset();

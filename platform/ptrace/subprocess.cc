@@ -88,7 +88,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
   if (pid < 0) return ErrnoStatus("clone(SIGCHLD) for the ptrace stub");
   if (pid == 0) StubChildMain(args);
 
-  std::unique_ptr<Subprocess> sp(new Subprocess(static_cast<pid_t>(pid), memory_fd, stub));
+  std::unique_ptr<Subprocess> sp(
+      new Subprocess(static_cast<pid_t>(pid), memory_fd, stub, static_cast<pid_t>(gettid())));
   RETURN_IF_ERROR(sp->FinishSetup());  // on error the destructor kills and reaps
   return sp;
 }
@@ -167,6 +168,17 @@ absl::Status Subprocess::DiedError(const std::string& during, int status) {
       absl::StrFormat("ptrace stub pid=%d %s %s", pid_, DescribeWaitStatus(status), during));
 }
 
+absl::Status Subprocess::CheckTracer(const char* op) const {
+  const pid_t self = static_cast<pid_t>(gettid());
+  if (self != tracer_tid_) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "ptrace %s for stub pid=%d called on thread %d, but only its tracer thread %d may "
+        "(see the threading contract in platform.h)",
+        op, pid_, self, tracer_tid_));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Subprocess::ExplainFailure(absl::Status st, const std::string& during) {
   if (st.ok() || dead_ || !absl::IsNotFound(st)) return st;  // ESRCH maps to NotFound
   // A tracee that is not in a ptrace-stop also gives ESRCH; we only call ptrace on a
@@ -179,6 +191,7 @@ absl::Status Subprocess::ExplainFailure(absl::Status st, const std::string& duri
 
 absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>& args,
                                            int restarts) {
+  RETURN_IF_ERROR(CheckTracer("syscall injection"));
   user_regs_struct r = initial_regs_;
   r.rip = stub_.syscall_site;
   r.rax = static_cast<uint64_t>(nr);

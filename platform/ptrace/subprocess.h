@@ -67,6 +67,10 @@ class Subprocess {
   // A -ERESTART* result (a signal interrupted the call) is retried here.
   absl::StatusOr<int64_t> Inject(int nr, const std::array<uint64_t, 6>& args, int restarts = 0);
 
+  // FailedPrecondition naming `op` unless called on the tracer thread (the one that
+  // created the stub); ptrace requests from any other thread fail with ESRCH.
+  absl::Status CheckTracer(const char* op) const;
+
   // waitpid(pid, __WALL) with EINTR retry. Marks the stub dead if it exited.
   absl::StatusOr<int> Wait();
   // Marks the stub dead (it was reaped by Wait or died); the destructor then skips it.
@@ -89,13 +93,14 @@ class Subprocess {
   absl::Status DiedError(const std::string& during, int status);
 
  private:
-  Subprocess(pid_t pid, int memory_fd, StubPage stub)
-      : pid_(pid), memory_fd_(memory_fd), stub_(stub) {}
+  Subprocess(pid_t pid, int memory_fd, StubPage stub, pid_t tracer_tid)
+      : pid_(pid), memory_fd_(memory_fd), stub_(stub), tracer_tid_(tracer_tid) {}
   absl::Status FinishSetup();
 
   const pid_t pid_;
   const int memory_fd_;
   const StubPage stub_;
+  const pid_t tracer_tid_;
   bool dead_ = false;
   user_regs_struct initial_regs_{};
   size_t xstate_size_ = 0;
