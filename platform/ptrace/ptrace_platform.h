@@ -26,6 +26,16 @@
 //    are zeroed too; otherwise they are kept (the app may load them).
 //  * int 0x80 / compat-mode syscalls are reported as kSignal SIGSYS with si_arch =
 //    AUDIT_ARCH_I386, si_syscall = the number (checked with PTRACE_GET_SYSCALL_INFO).
+//    On hosts without IA-32 emulation int 0x80 is a #GP: kSignal SIGSEGV (SI_KERNEL).
+//
+// What the rest of the sentry process must not do (it would break the tracer):
+//  * set SIGCHLD to SIG_IGN or SA_NOCLDWAIT (stubs would be auto-reaped), or wait for
+//    "any child" (waitpid(-1)/P_ALL) on any thread: that steals the stubs' ptrace
+//    stops. Wait for specific pids only.
+//  * create the memory file noexec (vm.memfd_noexec / MFD_NOEXEC_SEAL): MapFile with
+//    PROT_EXEC then fails with the mmap errno.
+//  * call ptrace-backed methods from a thread other than the one that created the
+//    AddressSpace: they return FailedPrecondition (Interrupt is the exception).
 #ifndef USENTRY_PLATFORM_PTRACE_PTRACE_PLATFORM_H_
 #define USENTRY_PLATFORM_PTRACE_PTRACE_PLATFORM_H_
 
