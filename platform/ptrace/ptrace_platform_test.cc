@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -173,6 +174,51 @@ TEST_F(PtracePlatformTest, LoadFromUnmappedAddressFaults) {
   EXPECT_EQ(r.info.si_code, SEGV_MAPERR);
   EXPECT_FALSE(r.fault_exec);
   EXPECT_EQ(regs_.gp.rip, kCode + load_offset);  // the faulting instruction, not after it
+}
+
+TEST_F(PtracePlatformTest, AccessBeyondTheMemoryFileIsBusFault) {
+  auto g = Gen();
+  g.mov(rcx, kData + 8);
+  g.mov(rax, g.ptr[rcx]);
+  Load(g);
+  // Mapping past the file's end succeeds; touching it is SIGBUS, reported as a fault.
+  ASSERT_TRUE(as_->MapFile(kData, kPage, 2 << 20, PROT_READ).ok());
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.info.si_signo, SIGBUS);
+  EXPECT_EQ(r.fault_addr, kData + 8);
+}
+
+TEST_F(PtracePlatformTest, RepeatedInterruptsNeverReachTheApp) {
+  auto g = Gen();
+  Xbyak::Label spin;
+  g.L(spin);
+  g.jmp(spin);
+  Load(g);
+  std::atomic<bool> stop{false};
+  std::thread storm([&] {
+    while (!stop.load()) {
+      ctx_->Interrupt();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  for (int i = 0; i < 50; ++i) {
+    SwitchResult r = Run();
+    ASSERT_EQ(r.kind, SwitchKind::kInterrupted);
+    ASSERT_EQ(regs_.gp.rip, kCode);
+  }
+  stop = true;
+  storm.join();
+  // Drain what the storm left queued, then the app still runs normally.
+  regs_.gp.rip = kCode + g.getSize();  // zero bytes: `add [rax], al` with rax = 0 faults
+  regs_.gp.rax = 0;
+  SwitchResult r;
+  for (int i = 0; i < 3; ++i) {
+    r = Run();
+    if (r.kind != SwitchKind::kInterrupted) break;
+  }
+  EXPECT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.fault_addr, 0u);
 }
 
 TEST_F(PtracePlatformTest, JumpToUnmappedAddressIsExecFault) {
