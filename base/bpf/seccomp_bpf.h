@@ -6,6 +6,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
