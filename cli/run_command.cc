@@ -41,7 +41,7 @@ sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
 namespace {
 
 // Body of the gofer child.
-int GoferMain(const gofer::GoferConfig& config, UniqueFd sock) {
+int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
   absl::Status st = gofer::Serve(config, std::move(sock));
   if (!st.ok()) {
     fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
@@ -51,7 +51,7 @@ int GoferMain(const gofer::GoferConfig& config, UniqueFd sock) {
 }
 
 // Body of the sentry child: confine, then run the kernel.
-int SentryMain(sentry::SentryConfig config, const SentryProcess& process) {
+int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process) {
   sentry::confine::ConfineOptions confine;
   confine.own_mount_namespace = (process.namespaces & CLONE_NEWNS) != 0;
   absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineSentry(confine);
@@ -74,8 +74,8 @@ int RunCommand(const RunOptions& options) {
   gofer::GoferConfig gofer_config = MakeGoferConfig(options);
   sentry::SentryConfig sentry_config = MakeSentryConfig(options);
   absl::StatusOr<SandboxResult> result = RunSandbox(
-      SandboxOptions{}, [&](UniqueFd sock) { return GoferMain(gofer_config, std::move(sock)); },
-      [&](const SentryProcess& process) { return SentryMain(sentry_config, process); });
+      SandboxOptions{}, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
+      [&](const SentryProcess& process) { return ConfineAndRunSentry(sentry_config, process); });
   if (!result.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(result.status().message()).c_str());
     return 125;

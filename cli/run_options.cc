@@ -202,6 +202,10 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
   Command command;
   if (run->parsed()) {
     std::vector<std::string> argv = run->remaining();
+    // prefix_command() hands an unknown flag over as if it were the program.
+    if (!argv.empty() && argv[0].size() > 1 && argv[0][0] == '-') {
+      return Invalid(absl::StrCat("run: unknown flag ", argv[0]));
+    }
     if (dashdash != args.end()) {
       if (!argv.empty()) {
         return Invalid(absl::StrCat("run: unexpected argument \"", argv[0], "\" before --"));

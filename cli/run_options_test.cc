@@ -95,7 +95,8 @@ TEST(ParseCommandLineTest, Refusals) {
     std::vector<std::string> args;
     std::string message;
   } cases[] = {
-      {{"run", "--no-such-flag", "--", "/bin/true"}, "--no-such-flag"},
+      {{"run", "--no-such-flag", "--", "/bin/true"}, "unknown flag --no-such-flag"},
+      {{"run", "--no-such-flag", "/bin/true"}, "unknown flag --no-such-flag"},
       {{"run"}, "no program"},
       {{"run", "--platform", "kvm", "--", "/bin/true"}, "kvm"},
       {{"run", "--rootfs", dir.path() + "/absent", "--", "/bin/true"}, "--rootfs"},

@@ -1,0 +1,109 @@
+// `usentry` as a user meets it: exit codes (app status, 128+N, 125/126/127), the clean
+// environment, --strace, --workdir, stdin passthrough, and refusals of bad flags.
+#include <unistd.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "tests/integration/runner.h"
+
+namespace usentry::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+class CliTest : public SandboxTest {};
+
+TEST_P(CliTest, ExitStatusOfTheAppIsUsentrysExitStatus) {
+  for (const char* script : {"exit 0", "exit 7", "exit 255", "kill -9 $$", "kill -TERM $$"}) {
+    RunResult native = Native({kBusybox, "sh", "-c", script});
+    RunResult sandboxed = Sandboxed({kBusybox, "sh", "-c", script});
+    EXPECT_EQ(sandboxed.exit_code, native.exit_code) << script << "\n" << sandboxed.Describe();
+  }
+  EXPECT_EQ(Sandboxed({kBusybox, "sh", "-c", "exit 7"}).exit_code, 7);
+  EXPECT_EQ(Sandboxed({kBusybox, "sh", "-c", "kill -9 $$"}).exit_code, 137);
+}
+
+TEST_P(CliTest, NotFoundIs127AndNotExecutableIs126) {
+  RunResult missing = Sandboxed({"/nonexistent/program"});
+  EXPECT_EQ(missing.exit_code, 127) << missing.Describe();
+  // /etc/hostname exists in the default view and is not executable.
+  RunResult not_exec = Sandboxed({"/etc/hostname"});
+  EXPECT_EQ(not_exec.exit_code, 126) << not_exec.Describe();
+}
+
+TEST_P(CliTest, UsageErrorsAre125WithOneLine) {
+  TempDir dir;
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", "--no-such-flag", "--", "/bin/true"},
+      {"run", "--mount", dir.path() + "/absent:/data", "--", "/bin/true"},
+      {"run", "--mount", dir.path() + ":relative", "--", "/bin/true"},
+      {"run", "--mount", dir.path() + ":/data:rx", "--", "/bin/true"},
+      {"run", "--rootfs", dir.path() + "/absent", "--", "/bin/true"},
+      {"run", "--platform", "nosuch", "--", "/bin/true"},
+      {"run"},
+      {"frobnicate"},
+  };
+  for (const auto& args : cases) {
+    RunResult r = Usentry(args);
+    EXPECT_EQ(r.exit_code, 125) << ::testing::PrintToString(args) << r.Describe();
+    EXPECT_THAT(r.err, StartsWith("usentry: ")) << ::testing::PrintToString(args);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST_P(CliTest, VersionAndHelp) {
+  RunResult v = Usentry({"version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_THAT(v.out, StartsWith("usentry "));
+  RunResult h = Usentry({"run", "--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_THAT(h.out, HasSubstr("--mount"));
+}
+
+TEST_P(CliTest, EnvironmentIsCleanPlusTermAndEnvFlags) {
+  const std::string leak = absl::StrCat("USENTRY_IT_LEAK_", getpid());
+  RunResult r = Sandboxed({"/usr/bin/env"}, {"--env", "FOO=bar", "--env", "HOME=/home/x"},
+                          {leak + "=must-not-appear", "TERM=xterm-usentry-test"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.out, Not(HasSubstr(leak)));
+  std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  std::set<std::string> got(lines.begin(), lines.end());
+  std::set<std::string> want = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                "HOME=/home/x", "LANG=C.UTF-8", "TERM=xterm-usentry-test",
+                                "FOO=bar"};
+  EXPECT_EQ(got, want) << r.out;
+}
+
+TEST_P(CliTest, StraceShowsSyscallsOnStderr) {
+  RunResult r = Sandboxed({"/bin/true"}, {"--strace"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("execve("));
+  EXPECT_THAT(r.err, HasSubstr("exit_group(0)"));
+}
+
+TEST_P(CliTest, WorkdirDefaultsToWorkspace) {
+  RunResult r = Sandboxed({kBusybox, "pwd"});
+  EXPECT_EQ(r.out, "/workspace\n") << r.Describe();
+  r = Sandboxed({kBusybox, "pwd"}, {"--workdir", "/tmp"});
+  EXPECT_EQ(r.out, "/tmp\n") << r.Describe();
+}
+
+TEST_P(CliTest, StdinAndStdoutPassThrough) {
+  RunResult r = Sandboxed({kBusybox, "tr", "a-z", "A-Z"}, {}, {}, "hello from stdin\n");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "HELLO FROM STDIN\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Platforms, CliTest, ::testing::Values("ptrace"));
+
+}  // namespace
+}  // namespace usentry::testing

@@ -1,0 +1,126 @@
+// What the sandbox must not let through: writes reaching host files, masked secrets,
+// writes to read-only mounts, symlinks and ".." escaping a mount. Every check is on the
+// host's bytes or on a unique marker, never on a message alone.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "tests/integration/runner.h"
+
+namespace usentry::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class IsolationTest : public SandboxTest {};
+
+std::string UniqueName(const std::string& prefix) {
+  return absl::StrCat(prefix, getpid(), "-", ::testing::UnitTest::GetInstance()->random_seed(), "-",
+                      time(nullptr));
+}
+
+TEST_P(IsolationTest, NewFileInEtcStaysInTheSandbox) {
+  const std::string probe = "/etc/" + UniqueName("usentry-probe-");
+  ASSERT_FALSE(HostPathExists(probe)) << "leftover " << probe;
+  RunResult r = Sandboxed({kBusybox, "sh", "-c", "echo x > " + probe + " && cat " + probe});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "x\n") << r.Describe();
+  EXPECT_FALSE(HostPathExists(probe)) << "the sandbox created " << probe << " on the host";
+}
+
+TEST_P(IsolationTest, OverwritingAHostFileChangesOnlyTheSandboxCopy) {
+  const std::string before = ReadHostFile("/etc/hostname");
+  RunResult r =
+      Sandboxed({kBusybox, "sh", "-c", "echo overwritten > /etc/hostname && cat /etc/hostname"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "overwritten\n") << r.Describe();
+  EXPECT_EQ(ReadHostFile("/etc/hostname"), before);
+}
+
+TEST_P(IsolationTest, ShadowIsMasked) {
+  RunResult r = Sandboxed({"/bin/cat", "/etc/shadow"});
+  EXPECT_NE(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("No such file or directory"));
+}
+
+TEST_P(IsolationTest, ReadOnlyMountRefusesWrites) {
+  TempDir host;
+  for (const std::string& spec : {host.path() + ":/data:ro", host.path() + ":/data"}) {
+    RunResult r = Sandboxed({kBusybox, "touch", "/data/x"}, {"--mount", spec});
+    EXPECT_NE(r.exit_code, 0) << spec << "\n" << r.Describe();
+    EXPECT_THAT(r.err, HasSubstr("Read-only file system")) << spec;
+    EXPECT_FALSE(HostPathExists(host.path() + "/x")) << spec;
+  }
+}
+
+TEST_P(IsolationTest, ReadWriteMountWritesLandOnTheHost) {
+  TempDir host;
+  RunResult r = Sandboxed(
+      {kBusybox, "sh", "-c", "echo landed > /data/out && mkdir /data/sub && echo y > /data/sub/f"},
+      {"--mount", host.path() + ":/data:rw"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(ReadHostFile(host.path() + "/out"), "landed\n");
+  EXPECT_EQ(ReadHostFile(host.path() + "/sub/f"), "y\n");
+}
+
+TEST_P(IsolationTest, SymlinkInAMountResolvesInTheSandboxView) {
+  TempDir host;
+  ASSERT_EQ(symlink("/etc/hostname", (host.path() + "/link").c_str()), 0);
+  // The sandbox's /etc/hostname is changed first, so the host's content cannot match.
+  RunResult r =
+      Sandboxed({kBusybox, "sh", "-c", "echo sandbox-view > /etc/hostname && cat /data/link"},
+                {"--mount", host.path() + ":/data:ro"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "sandbox-view\n") << r.Describe();
+}
+
+// A marker file next to (outside) the mounted directory, reached by every trick we know:
+// "..", relative and absolute symlinks, deep "../" chains. Its content must never show.
+TEST_P(IsolationTest, NothingOutsideTheMountsIsReachable) {
+  TempDir host;
+  const std::string mnt = host.path() + "/mnt";
+  const std::string secret = host.path() + "/secret";
+  const std::string marker = UniqueName("usentry-marker-");
+  ASSERT_EQ(mkdir(mnt.c_str(), 0777), 0);
+  ASSERT_EQ(mkdir(secret.c_str(), 0777), 0);
+  WriteHostFile(secret + "/marker", marker + "\n");
+  std::string deep = "../../../../../../../../../.." + secret;
+  ASSERT_EQ(symlink("../secret", (mnt + "/esc").c_str()), 0);
+  ASSERT_EQ(symlink(deep.c_str(), (mnt + "/deep").c_str()), 0);
+  ASSERT_EQ(symlink((secret + "/marker").c_str(), (mnt + "/abs").c_str()), 0);
+  ASSERT_EQ(symlink("../../../../../../root", (mnt + "/root").c_str()), 0);
+  ASSERT_EQ(symlink("..", (mnt + "/up").c_str()), 0);
+
+  const std::string script = absl::StrCat(
+      "for p in /data/esc/marker /data/deep/marker /data/abs /data/../secret/marker "
+      "/data/up/secret/marker /data/up/up/secret/marker /data/../../../..",
+      secret, "/marker ", secret, "/marker /data/root/.bashrc; do cat \"$p\"; done; ",
+      "ls -la /data/esc/ /data/deep/ /data/root/ /data/up/ 2>&1; ls -laR /data 2>&1; true");
+  RunResult r = Sandboxed({kBusybox, "sh", "-c", script}, {"--mount", mnt + ":/data:rw"});
+  EXPECT_FALSE(r.timed_out) << r.Describe();
+  EXPECT_THAT(r.out, Not(HasSubstr(marker))) << r.Describe();
+  EXPECT_THAT(r.err, Not(HasSubstr(marker))) << r.Describe();
+  EXPECT_THAT(r.out + r.err, HasSubstr("No such file or directory")) << r.Describe();
+  // The host's /root/.bashrc (if any) is not what the sandbox shows.
+  const std::string bashrc = ReadHostFile("/root/.bashrc");
+  if (bashrc.size() > 16) {
+    EXPECT_THAT(r.out, Not(HasSubstr(bashrc)));
+  }
+  // And a rw mount gives no way to create files outside it either.
+  RunResult w = Sandboxed({kBusybox, "sh", "-c",
+                           "echo pwned > /data/esc/new; echo pwned > /data/up/new; "
+                           "echo pwned > /data/deep/new; true"},
+                          {"--mount", mnt + ":/data:rw"});
+  EXPECT_FALSE(HostPathExists(secret + "/new")) << w.Describe();
+  EXPECT_FALSE(HostPathExists(host.path() + "/new")) << w.Describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Platforms, IsolationTest, ::testing::Values("ptrace"));
+
+}  // namespace
+}  // namespace usentry::testing

@@ -1,0 +1,81 @@
+// Test harness for end-to-end runs: starts a program (natively or under `usentry run`)
+// with pipes for stdin/stdout/stderr and a timeout, and a fixture parameterized over
+// the platforms.
+#ifndef USENTRY_TESTS_INTEGRATION_RUNNER_H_
+#define USENTRY_TESTS_INTEGRATION_RUNNER_H_
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace usentry::testing {
+
+// Absolute path of busybox-static (Debian's busybox-static package).
+inline constexpr char kBusybox[] = "/usr/bin/busybox";
+
+struct RunResult {
+  std::string out;
+  std::string err;
+  // Exit status as a shell reports it: the exit code, or 128+N if killed by signal N.
+  int exit_code = -1;
+  bool timed_out = false;
+
+  // For failure messages.
+  std::string Describe() const;
+};
+
+struct RunRequest {
+  std::vector<std::string> argv;  // argv[0] is an absolute path
+  std::vector<std::string> env;   // the complete environment
+  std::string stdin_data;
+  std::string cwd = "/";
+  int timeout_seconds = 60;
+};
+
+// Runs the request to completion (or kills its process group at the timeout).
+RunResult RunProcess(const RunRequest& request);
+
+// The environment a sandboxed program starts with (`usentry run` without --env and
+// without TERM); native comparison runs use it too.
+std::vector<std::string> SandboxDefaultEnv();
+
+// Creates a host directory with mkdtemp and removes it (recursively) when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadHostFile(const std::string& path);
+void WriteHostFile(const std::string& path, const std::string& content);
+bool HostPathExists(const std::string& path);
+
+// Parameter: the platform name passed as --platform.
+class SandboxTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override;
+
+  // `usentry run --platform P <flags> -- argv...`, with the test's own environment plus
+  // `host_env` (name=value entries) given to usentry itself.
+  RunResult Sandboxed(const std::vector<std::string>& argv,
+                      const std::vector<std::string>& flags = {},
+                      const std::vector<std::string>& host_env = {},
+                      const std::string& stdin_data = "");
+  // The same program on the host, with the sandbox's default environment, in `cwd`.
+  RunResult Native(const std::vector<std::string>& argv, const std::string& cwd = "/",
+                   const std::string& stdin_data = "");
+  // The usentry binary with arbitrary arguments (no "run" added).
+  RunResult Usentry(const std::vector<std::string>& args,
+                    const std::vector<std::string>& host_env = {});
+};
+
+}  // namespace usentry::testing
+
+#endif  // USENTRY_TESTS_INTEGRATION_RUNNER_H_
