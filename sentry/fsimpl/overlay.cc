@@ -138,6 +138,9 @@ SysResult<Attr> OverlayInode::Stat() {
   ASSIGN_OR_RETURN_ERRNO(Attr a, Current().Stat());
   a.dev = fs_->dev();
   a.ino = ino_;
+  // A merged directory's subdirectory count is unknown without listing both layers;
+  // nlink 1 tells find(1)/fts not to use the leaf optimisation (as btrfs/overlayfs do).
+  if (type_ == S_IFDIR && upper_ && lower_) a.nlink = 1;
   return a;
 }
 
