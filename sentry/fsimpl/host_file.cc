@@ -34,7 +34,7 @@ constexpr size_t kPolledWriteChunk = kPipeBuf;
 // Per-kernel host-file state. Kernels are few and live for the whole sentry; a side
 // table keeps kernel.h free of fsimpl types.
 struct KernelHostState {
-  std::unique_ptr<HostPoller> poller;
+  std::shared_ptr<HostPoller> poller;
   bool poller_failed = false;
   std::map<uint64_t, std::shared_ptr<Terminal>> terminals;  // by host st_rdev
 };
@@ -44,9 +44,9 @@ std::map<const Kernel*, KernelHostState>& Registry() {
   return *r;
 }
 
-HostPoller* PollerOf(Kernel& k, KernelHostState& st) {
-  if (st.poller || st.poller_failed) return st.poller.get();
-  auto p = std::make_unique<HostPoller>(&k.mu);
+std::shared_ptr<HostPoller> PollerOf(Kernel& k, KernelHostState& st) {
+  if (st.poller || st.poller_failed) return st.poller;
+  auto p = std::make_shared<HostPoller>(&k.mu);
   absl::Status s = p->Start();
   if (!s.ok()) {
     // Without a poller, host FDs are treated as always ready (a read may then block
@@ -57,7 +57,7 @@ HostPoller* PollerOf(Kernel& k, KernelHostState& st) {
     return nullptr;
   }
   st.poller = std::move(p);
-  return st.poller.get();
+  return st.poller;
 }
 
 bool PollableType(uint32_t type) { return type == S_IFIFO || type == S_IFSOCK || type == S_IFCHR; }
@@ -85,7 +85,7 @@ std::shared_ptr<vfs::FileDescription> NewHostFile(Kernel& k, int host_fd, int op
 }
 
 void ShutdownHostFiles(Kernel& k) {
-  std::unique_ptr<HostPoller> poller;
+  std::shared_ptr<HostPoller> poller;
   {
     absl::MutexLock lock(&registry_mu);
     auto it = Registry().find(&k);
@@ -93,13 +93,14 @@ void ShutdownHostFiles(Kernel& k) {
     poller = std::move(it->second.poller);
     Registry().erase(it);
   }
-  poller.reset();  // joins the thread; it may be waiting for Kernel::mu
+  if (poller) poller->Stop();  // joins the thread; it may be waiting for Kernel::mu
 }
 
-HostFileDescription::HostFileDescription(HostPoller* poller, int host_fd, int open_flags,
-                                         std::shared_ptr<Terminal> term, uint32_t uid, uint32_t gid)
+HostFileDescription::HostFileDescription(std::shared_ptr<HostPoller> poller, int host_fd,
+                                         int open_flags, std::shared_ptr<Terminal> term,
+                                         uint32_t uid, uint32_t gid)
     : FileDescription(vfs::Path{}, open_flags),
-      poller_(poller),
+      poller_(std::move(poller)),
       fd_(host_fd),
       host_type_(S_IFREG),
       host_ino_(0),

@@ -28,16 +28,17 @@ namespace usentry::sentry::fsimpl {
 // to the kernel's host poller, which is started on first use).
 std::shared_ptr<vfs::FileDescription> NewHostFile(Kernel& k, int host_fd, int open_flags);
 
-// Stops the kernel's host poller thread (if one was started) and drops the kernel's
-// terminal state. Call once at shutdown, after the last host file is gone, without
-// holding Kernel::mu.
+// Stops the kernel's host poller thread (if one was started) and forgets the kernel's
+// terminal state. Call once at shutdown before destroying the Kernel, without holding
+// Kernel::mu (the thread may be waiting for it). Host files still alive keep the
+// (stopped) poller object alive.
 void ShutdownHostFiles(Kernel& k);
 
 class HostFileDescription : public vfs::FileDescription {
  public:
   // `poller` may be null (then pollable FDs are treated as always ready); `term` is
   // non-null iff host_fd is a tty. uid/gid: the owner shown by fstat.
-  HostFileDescription(HostPoller* poller, int host_fd, int open_flags,
+  HostFileDescription(std::shared_ptr<HostPoller> poller, int host_fd, int open_flags,
                       std::shared_ptr<Terminal> term, uint32_t uid, uint32_t gid);
   ~HostFileDescription() override;
 
@@ -60,7 +61,7 @@ class HostFileDescription : public vfs::FileDescription {
   bool Arm(EventMask events);
   SysResult<size_t> WritePolled(Task* task, absl::Span<const iovec> src);
 
-  HostPoller* poller_;
+  std::shared_ptr<HostPoller> poller_;
   int fd_;
   uint32_t host_type_;  // S_IFMT of the host FD
   uint64_t host_ino_;

@@ -30,14 +30,14 @@ class HostFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(pipe(fds_), 0);
-    ASSERT_TRUE(poller_.Start().ok());
+    ASSERT_TRUE(poller_->Start().ok());
   }
   void TearDown() override {
     if (fds_[0] >= 0) close(fds_[0]);
     if (fds_[1] >= 0) close(fds_[1]);
   }
   absl::Mutex mu_;
-  HostPoller poller_{&mu_};
+  std::shared_ptr<HostPoller> poller_ = std::make_shared<HostPoller>(&mu_);
   int fds_[2] = {-1, -1};
 };
 
@@ -45,11 +45,11 @@ TEST_F(HostFileTest, PollerNotifiesOnceWhenArmed) {
   absl::MutexLock lock(&mu_);
   int calls = 0;
   EventMask seen = 0;
-  poller_.Subscribe(fds_[0], this, [&](EventMask ev) {
+  poller_->Subscribe(fds_[0], this, [&](EventMask ev) {
     ++calls;
     seen = ev;
   });
-  ASSERT_TRUE(poller_.Arm(fds_[0], POLLIN).ok());
+  ASSERT_TRUE(poller_->Arm(fds_[0], POLLIN).ok());
   ASSERT_EQ(write(fds_[1], "x", 1), 1);
   // The poller thread needs the lock to deliver: wait on it.
   mu_.AwaitWithTimeout(absl::Condition(
@@ -64,26 +64,26 @@ TEST_F(HostFileTest, PollerNotifiesOnceWhenArmed) {
                        absl::Milliseconds(200));
   EXPECT_EQ(calls, 1);
   // Re-armed while ready: fires right away.
-  ASSERT_TRUE(poller_.Arm(fds_[0], POLLIN).ok());
+  ASSERT_TRUE(poller_->Arm(fds_[0], POLLIN).ok());
   mu_.AwaitWithTimeout(absl::Condition(
                            +[](int* c) { return *c > 1; }, &calls),
                        absl::Seconds(10));
   EXPECT_EQ(calls, 2);
-  poller_.Unsubscribe(fds_[0], this);
+  poller_->Unsubscribe(fds_[0], this);
 }
 
 TEST_F(HostFileTest, PollerRefusesRegularFiles) {
   FILE* f = tmpfile();
   ASSERT_NE(f, nullptr);
   absl::MutexLock lock(&mu_);
-  EXPECT_EQ(poller_.Arm(fileno(f), POLLIN).error(), EPERM);
+  EXPECT_EQ(poller_->Arm(fileno(f), POLLIN).error(), EPERM);
   fclose(f);
 }
 
 TEST_F(HostFileTest, PipeReadEagainDataEof) {
   absl::MutexLock lock(&mu_);
-  HostFileDescription r(&poller_, fds_[0], O_RDONLY, nullptr, 1000, 1000);
-  HostFileDescription w(&poller_, fds_[1], O_WRONLY, nullptr, 1000, 1000);
+  HostFileDescription r(poller_, fds_[0], O_RDONLY, nullptr, 1000, 1000);
+  HostFileDescription w(poller_, fds_[1], O_WRONLY, nullptr, 1000, 1000);
   std::string buf(8, '\0');
   EXPECT_EQ(ReadBuf(r, buf).error(), EAGAIN);
   EXPECT_NE(r.wait_queue(), nullptr);
@@ -108,7 +108,7 @@ TEST_F(HostFileTest, PipeReadEagainDataEof) {
 
 TEST_F(HostFileTest, PipeWriteFullIsEagainAndPartial) {
   absl::MutexLock lock(&mu_);
-  HostFileDescription w(&poller_, fds_[1], O_WRONLY, nullptr, 0, 0);
+  HostFileDescription w(poller_, fds_[1], O_WRONLY, nullptr, 0, 0);
   std::string big(1 << 20, 'z');
   auto n = WriteBuf(w, big);
   ASSERT_TRUE(n.ok());
@@ -123,7 +123,7 @@ TEST_F(HostFileTest, RegularFileAlwaysReady) {
   ASSERT_NE(f, nullptr);
   absl::MutexLock lock(&mu_);
   {
-    HostFileDescription d(&poller_, fileno(f), O_RDWR, nullptr, 0, 0);
+    HostFileDescription d(poller_, fileno(f), O_RDWR, nullptr, 0, 0);
     EXPECT_EQ(d.wait_queue(), nullptr);
     EXPECT_EQ(d.Readiness(POLLIN | POLLOUT), static_cast<EventMask>(POLLIN | POLLOUT));
     ASSERT_EQ(WriteBuf(d, "abcdef").value(), 6u);

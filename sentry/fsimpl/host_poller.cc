@@ -25,13 +25,16 @@ constexpr uint32_t kArmable = EPOLLIN | EPOLLOUT | EPOLLPRI;
 HostPoller::HostPoller(absl::Mutex* mu) : mu_(mu) {}
 
 HostPoller::~HostPoller() {
-  if (thread_.joinable()) {
-    uint64_t one = 1;
-    (void)!write(stop_fd_, &one, sizeof(one));
-    thread_.join();
-  }
+  Stop();
   if (epfd_ >= 0) close(epfd_);
   if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+void HostPoller::Stop() {
+  if (!thread_.joinable()) return;
+  uint64_t one = 1;
+  (void)!write(stop_fd_, &one, sizeof(one));
+  thread_.join();
 }
 
 absl::Status HostPoller::Start() {

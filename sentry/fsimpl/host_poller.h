@@ -11,7 +11,8 @@
 // the kernel lock.
 //
 // Locking: Subscribe/Unsubscribe/Arm require `*mu` (Kernel::mu); callbacks run with it
-// held. The destructor must be called without it.
+// held. Stop() and the destructor must be called without it. After Stop() the object
+// stays usable (descriptions may still unsubscribe) but notifies nobody.
 #ifndef USENTRY_SENTRY_FSIMPL_HOST_POLLER_H_
 #define USENTRY_SENTRY_FSIMPL_HOST_POLLER_H_
 
@@ -41,6 +42,8 @@ class HostPoller {
 
   // Creates the epoll set and starts the thread.
   absl::Status Start();
+  // Stops and joins the thread (idempotent).
+  void Stop();
 
   // `key` identifies the subscription (the description); several may share one fd.
   void Subscribe(int fd, const void* key, Callback cb) ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu_);
