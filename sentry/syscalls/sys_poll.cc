@@ -69,25 +69,23 @@ int Scan(Task& task, std::vector<PollEntry>& entries, Waiter* w,
 // ERESTARTNOHAND (restarted only if no handler runs, like Linux).
 SysResult<int> DoPoll(Task& task, std::vector<PollEntry>& entries,
                       std::optional<absl::Time> deadline) {
-  std::vector<std::shared_ptr<vfs::FileDescription>> files;
-  std::vector<std::unique_ptr<ScopedWait>> waits;
-  int n = Scan(task, entries, nullptr, files, waits);
+  std::vector<std::shared_ptr<vfs::FileDescription>> no_files;
+  std::vector<std::unique_ptr<ScopedWait>> no_waits;
+  int n = Scan(task, entries, nullptr, no_files, no_waits);
   if (n > 0 || (deadline && *deadline <= absl::Now())) return n;
   while (true) {
+    // Declaration order matters: the registrations (waits) are removed first, while the
+    // files that own the queues and the waiter they point to are still alive.
     Waiter w(&task);
-    files.clear();
-    waits.clear();
+    std::vector<std::shared_ptr<vfs::FileDescription>> files;
+    std::vector<std::unique_ptr<ScopedWait>> waits;
     // Registering and scanning together under the kernel lock: a change after the scan
     // must Notify, which needs the lock we hold until Block releases it.
     n = Scan(task, entries, &w, files, waits);
     if (n > 0) return n;
     SysStatus st = task.Block(w, deadline);
-    waits.clear();
     if (st.ok()) continue;
-    if (st.error() == ETIMEDOUT) {
-      n = Scan(task, entries, nullptr, files, waits);
-      return n;
-    }
+    if (st.error() == ETIMEDOUT) return Scan(task, entries, nullptr, no_files, no_waits);
     return Errno{kERestartNoHand};
   }
 }
