@@ -222,14 +222,15 @@ InodePtr NewFdDir(std::shared_ptr<vfs::Filesystem> fs, Kernel& k, int32_t tgid, 
     if (fd < 0) return Errno{ENOENT};
     ASSIGN_OR_RETURN_ERRNO(Target t, FindTarget(*kp, tgid, tid));
     if (t.task == nullptr || !t.task->fds_ptr()) return Errno{ENOENT};
-    ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry e, t.task->fds().GetEntry(fd));
-    (void)e;
+    if (!t.task->fds().GetEntry(fd).ok()) return Errno{ENOENT};
     std::string child_key = absl::StrCat(key, "/", fd);
     // The entry is looked up again at use time: the FD may be closed or replaced.
     auto current = [=]() -> SysResult<vfs::FdEntry> {
       ASSIGN_OR_RETURN_ERRNO(Target now, FindTarget(*kp, tgid, tid));
       if (now.task == nullptr || !now.task->fds_ptr()) return Errno{ENOENT};
-      return now.task->fds().GetEntry(fd);
+      auto e = now.task->fds().GetEntry(fd);
+      if (!e.ok()) return Errno{ENOENT};  // closed since the lookup
+      return e;
     };
     if (!info) {
       return NewProcSymlink(fs, child_key, owner, [=]() -> SysResult<std::string> {

@@ -1,0 +1,212 @@
+// procfs and devfs mounted in an in-process kernel (no platform), read through the VFS
+// as the app would: /proc/self, per-process files, fd links, mounts, sysctls, /dev nodes.
+#include "sentry/fsimpl/procfs.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "sentry/fsimpl/devfs.h"
+#include "sentry/fsimpl/pipe.h"
+#include "sentry/fsimpl/tmpfs.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_file.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/fs_context.h"
+#include "sentry/vfs/vfs.h"
+
+namespace usentry::sentry::fsimpl {
+namespace {
+
+class ProcfsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto mf = mm::MemoryFile::Create(64 << 20);
+    ASSERT_TRUE(mf.ok());
+    auto tfs = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(1 << 26));
+    auto root = tfs->NewRoot(0755, 0, 0);
+    k_ = std::make_unique<Kernel>(KernelOptions{}, nullptr, std::move(mf).value(),
+                                  std::make_unique<vfs::Vfs>(tfs, root));
+    absl::MutexLock l(&k_->mu);
+    ctx_.creds = &creds_;
+    ctx_.root = ctx_.start = k_->vfs().root();
+    ASSERT_TRUE(k_->vfs().Mkdir(ctx_, "/proc", 0555).ok());
+    ASSERT_TRUE(k_->vfs().Mkdir(ctx_, "/dev", 0755).ok());
+    ASSERT_TRUE(k_->vfs().Mkdir(ctx_, "/work", 0755).ok());
+    ASSERT_TRUE(MountProcfs(k_->vfs(), *k_).ok());
+    ASSERT_TRUE(MountDevfs(k_->vfs(), *k_).ok());
+    tg_ = std::make_shared<ThreadGroup>(k_->AllocatePid());
+    tg_->pgid = tg_->sid = tg_->pid();
+    task_ = std::make_unique<Task>(k_.get(), tg_, tg_->pid());
+    task_->comm = "prog";
+    task_->set_mm(std::make_shared<mm::MemoryManager>(&k_->memory_file(), 1ull << 40));
+    task_->set_fds(std::make_shared<vfs::FdTable>());
+    auto cwd = k_->vfs().Resolve(ctx_, "/work", true);
+    task_->set_fs(std::make_shared<vfs::FsContext>(k_->vfs().root(), cwd.value()));
+    tg_->tasks.push_back(task_.get());
+    k_->RegisterThreadGroup(tg_);
+    k_->RegisterTask(task_.get());
+    mm::MMapOpts o;
+    o.len = 1 << 16;
+    o.prot = PROT_READ | PROT_WRITE;
+    o.flags = MAP_PRIVATE | MAP_ANONYMOUS;
+    o.name = "[heap]";
+    mem_ = task_->mm().MMap(o).value();
+    SetCurrentTask(task_.get());
+  }
+  void TearDown() override {
+    SetCurrentTask(nullptr);
+    absl::MutexLock l(&k_->mu);
+    task_->fds().Clear();
+    k_->UnregisterTask(task_.get());
+  }
+
+  SysResult<std::string> ReadFile(const std::string& path) {
+    ASSIGN_OR_RETURN_ERRNO(auto f, k_->vfs().Open(ctx_, path, O_RDONLY, 0));
+    std::string out;
+    char buf[256];
+    while (true) {
+      iovec v{buf, sizeof(buf)};
+      ASSIGN_OR_RETURN_ERRNO(size_t n, f->Read(nullptr, absl::MakeConstSpan(&v, 1), -1));
+      if (n == 0) return out;
+      out.append(buf, n);
+    }
+  }
+  std::string Pid() { return std::to_string(tg_->pid()); }
+
+  Credentials creds_;
+  vfs::ResolveContext ctx_;
+  std::unique_ptr<Kernel> k_;
+  std::shared_ptr<ThreadGroup> tg_;
+  std::unique_ptr<Task> task_;
+  mm::GuestAddr mem_;
+};
+
+TEST_F(ProcfsTest, SelfAndThreadSelf) {
+  absl::MutexLock l(&k_->mu);
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/self").value(), Pid());
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/thread-self").value(), Pid() + "/task/" + Pid());
+  auto st = ReadFile("/proc/self/status");
+  ASSERT_TRUE(st.ok());
+  EXPECT_NE(st->find("Name:\tprog\n"), std::string::npos);
+  EXPECT_NE(st->find("Pid:\t" + Pid() + "\n"), std::string::npos);
+  EXPECT_NE(st->find("State:\tR (running)\n"), std::string::npos);
+  auto stat = ReadFile("/proc/self/stat");
+  ASSERT_TRUE(stat.ok());
+  EXPECT_EQ(stat->rfind(Pid() + " (prog) R 0 " + Pid() + " " + Pid() + " ", 0), 0u) << *stat;
+  EXPECT_EQ(ReadFile("/proc/thread-self/comm").value(), "prog\n");
+  SetCurrentTask(nullptr);
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/self").error(), ENOENT);
+}
+
+TEST_F(ProcfsTest, MapsCmdlineEnviron) {
+  absl::MutexLock l(&k_->mu);
+  auto maps = ReadFile("/proc/self/maps");
+  ASSERT_TRUE(maps.ok());
+  char start[32];
+  snprintf(start, sizeof(start), "%08lx-", static_cast<unsigned long>(mem_.value()));
+  size_t at = maps->find(start);
+  ASSERT_NE(at, std::string::npos) << *maps;
+  EXPECT_NE(maps->find(" rw-p ", at), std::string::npos);
+  EXPECT_NE(maps->find("[heap]", at), std::string::npos);
+  const char args[] = "prog\0-v\0HOME=/root\0";
+  ASSERT_TRUE(task_->mm().CopyOut(mem_, args, sizeof(args) - 1).ok());
+  task_->mm().arg_start = mem_.value();
+  task_->mm().arg_end = mem_.value() + 8;
+  task_->mm().env_start = mem_.value() + 8;
+  task_->mm().env_end = mem_.value() + sizeof(args) - 1;
+  EXPECT_EQ(ReadFile("/proc/self/cmdline").value(), std::string("prog\0-v\0", 8));
+  EXPECT_EQ(ReadFile("/proc/" + Pid() + "/environ").value(), std::string("HOME=/root\0", 11));
+}
+
+TEST_F(ProcfsTest, LinksAndFds) {
+  absl::MutexLock l(&k_->mu);
+  task_->mm().executable_path = "/usr/bin/prog";
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/self/exe").value(), "/usr/bin/prog");
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/self/cwd").value(), "/work");
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/self/root").value(), "/");
+  PipeEnds p = NewPipe(0);
+  int rfd = task_->fds().Install(p.read, false).value();
+  auto file = k_->vfs().Open(ctx_, "/work/f", O_CREAT | O_RDWR, 0644);
+  ASSERT_TRUE(file.ok());
+  int ffd = task_->fds().Install(file.value(), true).value();
+  std::string fd_dir = "/proc/self/fd/";
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, fd_dir + std::to_string(rfd)).value(), p.read->AnonName());
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, fd_dir + std::to_string(ffd)).value(), "/work/f");
+  // Following the link of a file with a path opens that file.
+  EXPECT_TRUE(k_->vfs().Open(ctx_, fd_dir + std::to_string(ffd), O_RDONLY, 0).ok());
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, fd_dir + "99").error(), ENOENT);
+  auto info = ReadFile("/proc/self/fdinfo/" + std::to_string(ffd));
+  ASSERT_TRUE(info.ok());
+  EXPECT_NE(info->find("flags:\t02000002\n"), std::string::npos) << *info;  // O_CLOEXEC|O_RDWR
+  auto dir = k_->vfs().Open(ctx_, "/proc/self/fd", O_RDONLY | O_DIRECTORY, 0);
+  ASSERT_TRUE(dir.ok());
+  std::string names;
+  ASSERT_TRUE((*dir)
+                  ->IterateDir([&](const vfs::DirEntry& e, int64_t) {
+                    names += e.name + ",";
+                    return true;
+                  })
+                  .ok());
+  EXPECT_EQ(names, ".,..," + std::to_string(rfd) + "," + std::to_string(ffd) + ",");
+}
+
+TEST_F(ProcfsTest, RootListingMountsAndSysctls) {
+  absl::MutexLock l(&k_->mu);
+  auto dir = k_->vfs().Open(ctx_, "/proc", O_RDONLY | O_DIRECTORY, 0);
+  ASSERT_TRUE(dir.ok());
+  std::string names;
+  ASSERT_TRUE((*dir)
+                  ->IterateDir([&](const vfs::DirEntry& e, int64_t) {
+                    names += e.name + ",";
+                    return true;
+                  })
+                  .ok());
+  EXPECT_NE(names.find("," + Pid() + ","), std::string::npos) << names;
+  EXPECT_NE(names.find(",self,"), std::string::npos);
+  EXPECT_NE(names.find(",cpuinfo,"), std::string::npos);
+  auto mounts = ReadFile("/proc/mounts");
+  ASSERT_TRUE(mounts.ok());
+  EXPECT_NE(mounts->find("proc /proc proc rw,noexec 0 0\n"), std::string::npos) << *mounts;
+  EXPECT_NE(mounts->find("devtmpfs /dev devtmpfs rw 0 0\n"), std::string::npos);
+  EXPECT_NE(ReadFile("/proc/self/mountinfo")->find(" / /proc rw,noexec - proc proc rw\n"),
+            std::string::npos);
+  EXPECT_EQ(ReadFile("/proc/sys/kernel/hostname").value(), "usentry\n");
+  EXPECT_EQ(ReadFile("/proc/sys/kernel/pid_max").value(), "4194304\n");
+  EXPECT_EQ(ReadFile("/proc/sys/kernel/random/boot_id").value(),
+            ReadFile("/proc/sys/kernel/random/boot_id").value());
+  EXPECT_NE(ReadFile("/proc/sys/kernel/random/uuid").value(),
+            ReadFile("/proc/sys/kernel/random/uuid").value());
+  EXPECT_NE(ReadFile("/proc/meminfo")->find("MemTotal:"), std::string::npos);
+  EXPECT_NE(ReadFile("/proc/cpuinfo")->find("processor\t: 0\n"), std::string::npos);
+  EXPECT_NE(ReadFile("/proc/stat")->find("\ncpu0 "), std::string::npos);
+  EXPECT_EQ(k_->vfs().Open(ctx_, "/proc/self/status", O_WRONLY, 0).error(), EACCES);
+  EXPECT_EQ(ReadFile("/proc/12345/status").error(), ENOENT);
+  EXPECT_EQ(ReadFile("/proc/self/task/" + Pid() + "/comm").value(), "prog\n");
+}
+
+TEST_F(ProcfsTest, DevNodesThroughTheVfs) {
+  absl::MutexLock l(&k_->mu);
+  auto null = k_->vfs().Open(ctx_, "/dev/null", O_WRONLY | O_TRUNC, 0);
+  ASSERT_TRUE(null.ok());
+  iovec v{const_cast<char*>("x"), 1};
+  EXPECT_EQ((*null)->Write(nullptr, absl::MakeConstSpan(&v, 1), -1).value(), 1u);
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/dev/stdout").value(), "/proc/self/fd/1");
+  EXPECT_EQ(k_->vfs().Open(ctx_, "/dev/tty", O_RDWR, 0).error(), ENXIO);
+  auto zero = k_->vfs().Open(ctx_, "/dev/zero", O_RDONLY, 0);
+  ASSERT_TRUE(zero.ok());
+  char buf[4] = {1, 1, 1, 1};
+  iovec z{buf, sizeof(buf)};
+  EXPECT_EQ((*zero)->Read(nullptr, absl::MakeConstSpan(&z, 1), -1).value(), 4u);
+  EXPECT_EQ(buf[3], 0);
+}
+
+}  // namespace
+}  // namespace usentry::sentry::fsimpl
