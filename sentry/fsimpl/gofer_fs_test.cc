@@ -160,3 +160,39 @@ TEST_F(SandboxVfsTest, TmpIsStickyAndSeparate) {
 
 }  // namespace
 }  // namespace usentry::sentry::fsimpl
+
+namespace usentry::sentry::fsimpl {
+namespace {
+
+// The default host view: list real host directories (symlinks, many entries), then tear
+// the whole tree down while the gofer is still connected.
+TEST(SandboxVfsHostTest, ListHostDirectoriesAndTearDown) {
+  gofer::GoferConfig gc;
+  gc.trees.push_back(gofer::DefaultRootTree());
+  GoferHarness h(gc);
+  VfsConfig cfg;
+  auto v = BuildSandboxVfs(h.client(), cfg);
+  ASSERT_TRUE(v.ok()) << v.status();
+  Credentials root;
+  vfs::ResolveContext ctx{&root, (*v)->root(), (*v)->root(), 022};
+  for (const char* dir : {"/usr", "/usr/local", "/etc", "/"}) {
+    auto f = (*v)->Open(ctx, dir, O_RDONLY | O_DIRECTORY, 0);
+    ASSERT_TRUE(f.ok()) << dir;
+    std::vector<std::string> names;
+    ASSERT_TRUE((*f)->IterateDir([&](const vfs::DirEntry& e, int64_t) {
+                      names.push_back(e.name);
+                      return true;
+                    })
+                    .ok());
+    EXPECT_GT(names.size(), 2u) << dir;
+    for (const auto& n : names) {
+      if (n == "." || n == "..") continue;
+      std::string p = std::string(dir) + (std::string(dir) == "/" ? "" : "/") + n;
+      (void)(*v)->Resolve(ctx, p, false);
+    }
+  }
+  v->reset();
+}
+
+}  // namespace
+}  // namespace usentry::sentry::fsimpl

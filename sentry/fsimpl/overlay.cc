@@ -13,7 +13,8 @@ using vfs::Inode;
 
 namespace {
 
-constexpr uint64_t kUpperInoBit = 1ull << 63;
+// Bit 48 rather than 63: inode numbers stay positive for apps that store them signed.
+constexpr uint64_t kUpperInoBit = 1ull << 48;
 
 // Wraps the layer's description so that fstat/mmap report overlay identity and the
 // description keeps its overlay path (for /proc/self/fd and PathOf).

@@ -7,7 +7,8 @@
 //
 // Inode numbers are stable per object: a lower object keeps its lower st_ino after
 // copy-up (recorded in the upper's "trusted.overlay.origin" xattr); upper-only objects
-// use the upper st_ino with bit 63 set so the two ranges never collide.
+// use the upper st_ino with bit 48 set so the two ranges do not collide (host inodes
+// that large are vanishingly rare).
 //
 // Limitation: renaming a directory that has lower content fails with EXDEV (like
 // overlayfs without redirect_dir); `mv` then falls back to copy + delete.

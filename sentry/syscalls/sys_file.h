@@ -90,6 +90,20 @@ SyscallResult SysTruncate(Task& task, const SyscallArgs& args);
 SyscallResult SysFtruncate(Task& task, const SyscallArgs& args);
 SyscallResult SysUmask(Task& task, const SyscallArgs& args);
 
+// sys_xattr.cc
+SyscallResult SysGetxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysLgetxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysFgetxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysListxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysLlistxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysFlistxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysSetxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysLsetxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysFsetxattr(Task& task, const SyscallArgs& args);
+SyscallResult SysRemovexattr(Task& task, const SyscallArgs& args);
+SyscallResult SysLremovexattr(Task& task, const SyscallArgs& args);
+SyscallResult SysFremovexattr(Task& task, const SyscallArgs& args);
+
 }  // namespace usentry::sentry
 
 #endif  // USENTRY_SENTRY_SYSCALLS_SYS_FILE_H_
