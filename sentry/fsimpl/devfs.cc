@@ -13,11 +13,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/fsimpl/host_file.h"
+#include "sentry/fsimpl/tmpfs.h"
 #include "sentry/fsimpl/tty.h"
 #include "sentry/kernel/kernel.h"
 
 namespace usentry::sentry::fsimpl {
 namespace {
+
+constexpr uint64_t kDevShmBytes = 64ull << 20;
 
 enum class Dev { kNull, kZero, kFull, kRandom, kURandom, kTty, kPts0 };
 
@@ -215,6 +218,8 @@ std::shared_ptr<vfs::Inode> NewDevfsRoot(Kernel* kernel, int host_tty_fd, uint32
     pts->Add("0", std::make_shared<DevCharInode>(fs, a, Dev::kPts0, kernel, host_tty_fd));
   }
   root->Add("pts", pts);
+  // Mountpoint of the sandbox's /dev/shm tmpfs (MountDevfs mounts it).
+  root->Add("shm", std::make_shared<DevDirInode>(fs, attr(S_IFDIR | 01777, 0)));
   return root;
 }
 
@@ -235,6 +240,11 @@ absl::Status MountDevfs(vfs::Vfs& vfs, Kernel& kernel, absl::Span<const int> std
   if (!m.ok()) {
     return absl::ErrnoToStatus(m.error(), "MountAt(/dev, devtmpfs)");
   }
+  // POSIX shared memory and semaphores (shm_open, sem_open: Python multiprocessing) live
+  // in /dev/shm: a small tmpfs of its own, sized like Docker's default.
+  auto shm_fs = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(kDevShmBytes));
+  auto shm = vfs.MountAt("/dev/shm", shm_fs, shm_fs->NewRoot(01777, 0, 0), 0);
+  if (!shm.ok()) return absl::ErrnoToStatus(shm.error(), "MountAt(/dev/shm, tmpfs)");
   return absl::OkStatus();
 }
 

@@ -1,7 +1,7 @@
 // devfs: the synthetic /dev of the sandbox: null, zero, full, random, urandom, tty (the
 // host terminal, if usentry's stdio has one), pts/0 (the same terminal under its
-// ttyname), and the fd/stdin/stdout/stderr symlinks into /proc/self/fd. Read-only
-// directory; device nodes are always ready and never block.
+// ttyname), the fd/stdin/stdout/stderr symlinks into /proc/self/fd, and shm (a 64 MiB
+// tmpfs mounted by MountDevfs). Fixed directory; device nodes never block.
 #ifndef USENTRY_SENTRY_FSIMPL_DEVFS_H_
 #define USENTRY_SENTRY_FSIMPL_DEVFS_H_
 

@@ -115,7 +115,7 @@ TEST_F(DevfsTest, ListingAndMissing) {
   ASSERT_TRUE(entries.ok());
   std::string names;
   for (const auto& e : *entries) names += e.name + ",";
-  EXPECT_EQ(names, "fd,full,null,pts,random,stderr,stdin,stdout,tty,urandom,zero,");
+  EXPECT_EQ(names, "fd,full,null,pts,random,shm,stderr,stdin,stdout,tty,urandom,zero,");
   EXPECT_EQ(root_->Lookup("ptmx").error(), ENOENT);
 }
 

@@ -200,6 +200,9 @@ TEST_F(ProcfsTest, DevNodesThroughTheVfs) {
   EXPECT_EQ((*null)->Write(nullptr, absl::MakeConstSpan(&v, 1), -1).value(), 1u);
   EXPECT_EQ(k_->vfs().Readlink(ctx_, "/dev/stdout").value(), "/proc/self/fd/1");
   EXPECT_EQ(k_->vfs().Open(ctx_, "/dev/tty", O_RDWR, 0).error(), ENXIO);
+  // /dev/shm is a writable tmpfs.
+  EXPECT_TRUE(k_->vfs().Open(ctx_, "/dev/shm/sem.x", O_CREAT | O_RDWR, 0600).ok());
+  EXPECT_NE(ReadFile("/proc/mounts")->find("tmpfs /dev/shm tmpfs rw 0 0\n"), std::string::npos);
   auto zero = k_->vfs().Open(ctx_, "/dev/zero", O_RDONLY, 0);
   ASSERT_TRUE(zero.ok());
   char buf[4] = {1, 1, 1, 1};
