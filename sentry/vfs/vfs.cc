@@ -53,6 +53,22 @@ std::vector<std::shared_ptr<Mount>> Vfs::Mounts() const {
   return out;
 }
 
+void Vfs::KeepRecent(const Mount& m, std::shared_ptr<Dentry> d) {
+  if (m.fs().name() == "9p" && !m.read_only()) return;
+  if (recent_.size() < kRecentDentries) {
+    recent_.push_back(std::move(d));
+    return;
+  }
+  recent_[recent_next_] = std::move(d);
+  recent_next_ = (recent_next_ + 1) % kRecentDentries;
+}
+
+void Vfs::DropRecent(const Dentry* d) {
+  for (auto& r : recent_) {
+    if (r.get() == d) r.reset();
+  }
+}
+
 Path Vfs::CrossMounts(Path p) const {
   while (auto m = MountedOn(*p.mount, *p.dentry)) p = Path{m, m->root()};
   return p;
@@ -81,6 +97,7 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
   if (!child) {
     ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<Inode> inode, di->Lookup(name));
     child = dir.dentry->ChildFor(n, std::move(inode));
+    KeepRecent(*dir.mount, child);
   }
   return CrossMounts(Path{dir.mount, std::move(child)});
 }

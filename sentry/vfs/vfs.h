@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/sys_result.h"
@@ -112,6 +113,15 @@ class Vfs {
   SysResult<Path> FollowLink(const ResolveContext& ctx, const Path& dir, const Path& link,
                              int* symlinks);
   Path CrossMounts(Path p) const;
+  // Keeps recently looked-up dentries alive so hot paths (/usr/lib/...) are not re-walked
+  // through the gofer on every call. Bounded: each entry may pin a gofer handle (a host
+  // FD in the gofer). Writable gofer mounts are skipped: their host side may change.
+  void KeepRecent(const Mount& m, std::shared_ptr<Dentry> d);
+  // Unlinked objects must not be pinned (tmpfs data stays charged while referenced).
+  void DropRecent(const Dentry* d);
+  static constexpr size_t kRecentDentries = 256;
+  std::vector<std::shared_ptr<Dentry>> recent_;
+  size_t recent_next_ = 0;
   uint64_t next_mount_id_ = 1;
   std::shared_ptr<Mount> root_mount_;
   // (parent mount, mountpoint dentry) -> mounts stacked there, newest last.

@@ -110,6 +110,7 @@ SysStatus Vfs::Unlink(const ResolveContext& ctx, std::string_view path) {
   RETURN_IF_ERRNO(CheckSticky(*ctx.creds, da, va));
   RETURN_IF_ERRNO(pn.parent.inode()->Unlink(pn.name));
   pn.parent.dentry->Forget(pn.name);
+  DropRecent(victim.dentry.get());
   return SysOk();
 }
 
@@ -128,6 +129,7 @@ SysStatus Vfs::Rmdir(const ResolveContext& ctx, std::string_view path) {
   RETURN_IF_ERRNO(CheckSticky(*ctx.creds, da, va));
   RETURN_IF_ERRNO(pn.parent.inode()->Rmdir(pn.name));
   pn.parent.dentry->Forget(pn.name);
+  DropRecent(victim.dentry.get());
   return SysOk();
 }
 
@@ -186,6 +188,7 @@ SysStatus Vfs::Rename(const ResolveContext& old_ctx, std::string_view old_path,
     RETURN_IF_ERRNO(CheckPermission(*old_ctx.creds, sa, kMayWrite));
   }
   RETURN_IF_ERRNO(op.parent.inode()->Rename(op.name, *np.parent.inode(), np.name, flags));
+  if (dst_exists && !(flags & RENAME_EXCHANGE)) DropRecent(dst.dentry.get());
   if (flags & RENAME_EXCHANGE) {
     op.parent.dentry->ExchangeChildren(op.name, *np.parent.dentry, np.name);
   } else {

@@ -293,3 +293,23 @@ TEST(FdTableTest, LowestFreeDupCloexecForkLimit) {
 
 }  // namespace
 }  // namespace usentry::sentry::vfs
+
+namespace usentry::sentry::vfs {
+namespace {
+
+// Recently used dentries are cached, but an unlinked file must release its tmpfs bytes.
+TEST(VfsOpsTest, UnlinkReleasesBudgetDespiteDentryCache) {
+  testing::TmpfsVfs t(1 << 16);
+  std::string big(1 << 15, 'x');
+  t.Write("/a", big);
+  EXPECT_EQ(t.Read("/a").size(), big.size());
+  ASSERT_TRUE(t.vfs->Unlink(t.Ctx(), "/a").ok());
+  EXPECT_EQ(t.budget->used, 0u);
+  t.Write("/b", big);
+  t.Write("/c", big);
+  ASSERT_TRUE(t.vfs->Rename(t.Ctx(), "/b", t.Ctx(), "/c", 0).ok());
+  EXPECT_EQ(t.budget->used, static_cast<uint64_t>(big.size()));
+}
+
+}  // namespace
+}  // namespace usentry::sentry::vfs
