@@ -2,7 +2,9 @@
 # bench/compare.sh: what the sandbox costs. Runs bench/syscall_bench natively and under
 # `usentry run` (each platform), and under bwrap / runsc when they are installed, plus
 # whole workloads timed with repetition; prints medians and ratios to native.
-# Usage: bench/compare.sh [BUILD_DIR]   (env: PLATFORMS="ptrace systrap", REPS=10)
+# Usage: bench/compare.sh [BUILD_DIR]
+#   env: PLATFORMS="ptrace systrap" (default ptrace), REPS=10 (workload runs),
+#        BENCH_ARGS="--benchmark_min_time=0.1" (extra syscall_bench flags)
 # A measurement, not a test: nothing here passes or fails on timing.
 set -uo pipefail
 
@@ -12,6 +14,7 @@ usentry=${USENTRY:-$build/cli/usentry}
 bench=${BENCH:-$build/bench/syscall_bench}
 platforms=${PLATFORMS:-ptrace}
 reps=${REPS:-10}
+read -r -a bench_args <<<"${BENCH_ARGS:-}"
 bench_dir=$(cd "$(dirname "$bench")" && pwd)
 bench_name=$(basename "$bench")
 tmp=$(mktemp -d /tmp/usentry-compare-XXXXXX)
@@ -48,7 +51,7 @@ for r in "${runners[@]}"; do
   out=$tmp/micro-$r.csv
   # shellcheck disable=SC2086
   if ! ${prefix[$r]} "${bench_path[$r]}" --benchmark_format=csv --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true >"$out" 2>"$tmp/micro-$r.err"; then
+      --benchmark_report_aggregates_only=true "${bench_args[@]}" >"$out" 2>"$tmp/micro-$r.err"; then
     echo "compare.sh: $r: syscall_bench failed (see below); its column is empty" >&2
     tail -3 "$tmp/micro-$r.err" >&2
   fi
@@ -91,17 +94,17 @@ done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'; }
 printf '%-24s' "benchmark (median)"
 for r in "${runners[@]}"; do printf ' %14s' "$r"; done
-for r in "${runners[@]:1}"; do printf ' %10s' "$r/nat"; done
+for r in "${runners[@]:1}"; do printf ' %18s' "$r/nat"; done
 printf '\n'
 for n in "${names[@]}"; do
   printf '%-24s' "${n#BM_} ns"
   for r in "${runners[@]}"; do printf ' %14s' "${micro[$r,$n]:--}"; done
-  for r in "${runners[@]:1}"; do printf ' %10s' "$(ratio "${micro[$r,$n]:-}" "${micro[native,$n]:-}")"; done
+  for r in "${runners[@]:1}"; do printf ' %18s' "$(ratio "${micro[$r,$n]:-}" "${micro[native,$n]:-}")"; done
   printf '\n'
 done
 for w in "${workloads[@]}"; do
   printf '%-24s' "${w##*/} ms"
   for r in "${runners[@]}"; do printf ' %14s' "${whole[$r,$w]:--}"; done
-  for r in "${runners[@]:1}"; do printf ' %10s' "$(ratio "${whole[$r,$w]:-}" "${whole[native,$w]:-}")"; done
+  for r in "${runners[@]:1}"; do printf ' %18s' "$(ratio "${whole[$r,$w]:-}" "${whole[native,$w]:-}")"; done
   printf '\n'
 done

@@ -79,6 +79,9 @@ void BM_PipeRoundTrip(benchmark::State& state) {
   }
   pid_t pid = fork();
   if (pid == 0) {
+    // Only our ends stay open, so the parent closing its end is our EOF.
+    close(to_child[1]);
+    close(to_parent[0]);
     char c;
     while (read(to_child[0], &c, 1) == 1) {
       if (write(to_parent[1], &c, 1) != 1) break;
