@@ -275,7 +275,9 @@ SysResult<uint64_t> HostFileDescription::Ioctl(Task& task, uint64_t cmd, uint64_
 }
 
 SysStatus HostFileDescription::Sync() {
-  if (host_type_ == S_IFREG && fsync(fd_) != 0) return Errno{errno};
+  // Like Linux: pipes, sockets and terminals cannot be synced.
+  if (host_type_ != S_IFREG) return Errno{EINVAL};
+  if (fsync(fd_) != 0) return Errno{errno};
   return SysOk();
 }
 
