@@ -49,15 +49,19 @@ bool NoReturn(int nr) {
          nr == 231 /*exit_group*/ || nr == 15 /*rt_sigreturn*/;
 }
 
-std::optional<std::string> ReadAppString(Task& t, uint64_t addr, size_t max) {
-  auto s = t.mm().CopyInString(mm::GuestAddr(addr), max);
-  if (!s.ok()) {
-    // Not NUL-terminated within max: show the prefix that is readable.
-    std::string buf(max, '\0');
-    if (!t.mm().CopyIn(mm::GuestAddr(addr), buf.data(), max).ok()) return std::nullopt;
-    return buf;
+// Raw app bytes for strace: up to `max`, stopping early at the first unreadable page.
+// The formatter decides where a string ends.
+std::optional<std::string> ReadAppBytes(Task& t, uint64_t addr, size_t max) {
+  std::string out;
+  while (out.size() < max) {
+    size_t chunk = std::min<size_t>(max - out.size(), mm::kPageSize - (addr & (mm::kPageSize - 1)));
+    std::string buf(chunk, '\0');
+    if (!t.mm().CopyIn(mm::GuestAddr(addr), buf.data(), chunk).ok()) break;
+    out += buf;
+    addr += chunk;
   }
-  return std::move(s).value();
+  if (out.empty() && max > 0) return std::nullopt;
+  return out;
 }
 
 void StracePrint(Task& t, const std::string& line) {
@@ -82,7 +86,7 @@ int HandleSyscall(Task& t) {
   SyscallArgs args = ArgsFrom(gp);
   const SyscallInfo* info = LookupSyscall(args.nr);
   const bool strace = t.kernel().options().strace;
-  auto read_mem = [&t](uint64_t addr, size_t max) { return ReadAppString(t, addr, max); };
+  auto read_mem = [&t](uint64_t addr, size_t max) { return ReadAppBytes(t, addr, max); };
 
   if (strace && info && NoReturn(args.nr)) {
     StracePrint(t, FormatSyscallEntry(*info, args.a, read_mem) + " ...");
