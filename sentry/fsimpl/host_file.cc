@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <termios.h>
@@ -160,6 +161,7 @@ SysResult<size_t> HostFileDescription::Read(Task*, absl::Span<const iovec> dst, 
   }
   ASSIGN_OR_RETURN_ERRNO(size_t want, vfs::IovecsLength(dst));
   if (want == 0) return size_t{0};
+  if (host_type_ == S_IFSOCK) return SocketIo(nullptr, dst, /*write=*/false);
   if (!always_ready_) {
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, 0) < 0) return Errno{errno};
@@ -178,6 +180,25 @@ SysResult<size_t> HostFileDescription::Read(Task*, absl::Span<const iovec> dst, 
     return Errno{e};
   }
   return static_cast<size_t>(n);
+}
+
+SysResult<size_t> HostFileDescription::SocketIo(Task* task, absl::Span<const iovec> iov,
+                                                bool write) {
+  // Sockets take per-call MSG_DONTWAIT: no readiness guess, and the shared host FD's
+  // flags stay untouched. MSG_NOSIGNAL: SIGPIPE is the app's, emulated below.
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov.data());
+  msg.msg_iovlen = std::min<size_t>(iov.size(), IOV_MAX);
+  ssize_t n =
+      write ? sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) : recvmsg(fd_, &msg, MSG_DONTWAIT);
+  if (n >= 0) return static_cast<size_t>(n);
+  int e = errno;
+  if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) {
+    Arm(write ? POLLOUT : POLLIN);
+    return Errno{EAGAIN};
+  }
+  if (e == EPIPE && task != nullptr) SendSigpipe(*task);
+  return Errno{e};
 }
 
 SysResult<size_t> HostFileDescription::WritePolled(Task* task, absl::Span<const iovec> src) {
@@ -222,6 +243,7 @@ SysResult<size_t> HostFileDescription::Write(Task* task, absl::Span<const iovec>
   }
   ASSIGN_OR_RETURN_ERRNO(size_t want, vfs::IovecsLength(src));
   if (want == 0) return size_t{0};
+  if (host_type_ == S_IFSOCK) return SocketIo(task, src, /*write=*/true);
   if (!always_ready_) return WritePolled(task, src);
   ssize_t n = writev(fd_, src.data(), cnt);
   if (n < 0) {

@@ -60,6 +60,7 @@ class HostFileDescription : public vfs::FileDescription {
   // now on (returns false).
   bool Arm(EventMask events);
   SysResult<size_t> WritePolled(Task* task, absl::Span<const iovec> src);
+  SysResult<size_t> SocketIo(Task* task, absl::Span<const iovec> iov, bool write);
 
   std::shared_ptr<HostPoller> poller_;
   int fd_;

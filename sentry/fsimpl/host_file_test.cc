@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -116,6 +117,29 @@ TEST_F(HostFileTest, PipeWriteFullIsEagainAndPartial) {
   EXPECT_LT(n.value(), big.size());  // never blocked the test: a short write
   EXPECT_EQ(WriteBuf(w, big).error(), EAGAIN);
   EXPECT_EQ(w.Readiness(POLLOUT), 0u);
+}
+
+TEST_F(HostFileTest, SocketNeverBlocks) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  {
+    absl::MutexLock lock(&mu_);
+    HostFileDescription d(poller_, sv[0], O_RDWR, nullptr, 0, 0);
+    std::string buf(8, '\0');
+    EXPECT_EQ(ReadBuf(d, buf).error(), EAGAIN);
+    ASSERT_EQ(write(sv[1], "ping", 4), 4);
+    ASSERT_EQ(ReadBuf(d, buf).value(), 4u);
+    EXPECT_EQ(buf.substr(0, 4), "ping");
+    std::string big(1 << 22, 'q');
+    auto n = WriteBuf(d, big);
+    ASSERT_TRUE(n.ok());
+    EXPECT_LT(n.value(), big.size());
+    EXPECT_EQ(WriteBuf(d, big).error(), EAGAIN);
+    close(sv[1]);
+    EXPECT_EQ(WriteBuf(d, "x").error(), EPIPE);  // and no host SIGPIPE killed us
+    EXPECT_EQ(d.AnonName().rfind("socket:[", 0), 0u);
+  }
+  close(sv[0]);
 }
 
 TEST_F(HostFileTest, RegularFileAlwaysReady) {
