@@ -138,7 +138,9 @@ int RunSentry(const SentryConfig& cfg) {
     // The first image is loaded before the task runs so that "not found" and "not
     // executable" become usentry's exit codes 127/126, as in a shell.
     task->set_mm(std::make_shared<mm::MemoryManager>(&k.memory_file(), 1ull << 40));
+    fsimpl::SetCurrentTask(task);
     SysStatus s = ExecSearchingPath(*task, cfg);
+    fsimpl::SetCurrentTask(nullptr);
     if (!s.ok()) {
       fprintf(stderr, "usentry: %s: %s\n", cfg.argv[0].c_str(),
               s.error() == ENOENT ? "command not found" : strerror(s.error()));
@@ -163,6 +165,7 @@ int RunSentry(const SentryConfig& cfg) {
       _exit(exit_code);
     }
   }
+  fsimpl::ShutdownHostFiles(k);
   kernel.reset();
   return exit_code;
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/fsimpl/procfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_exit.h"
@@ -113,6 +114,7 @@ int HandleSyscall(Task& t) {
 
 void RunTask(Task* t) {
   Kernel& k = t->kernel();
+  fsimpl::SetCurrentTask(t);  // /proc/self resolves to the task of this host thread
   k.mu.Lock();
   int restart = 0;
   while (true) {
@@ -164,6 +166,7 @@ void RunTask(Task* t) {
     }
   }
   TaskExited(*t);  // unregisters and frees t; the lock stays held
+  fsimpl::SetCurrentTask(nullptr);
   k.running_threads--;
   k.threads_cv.SignalAll();
   k.mu.Unlock();
