@@ -108,7 +108,7 @@ SyscallResult DoLink(Task& task, int olddirfd, mm::GuestAddr oldpath, int newdir
 }
 
 SysStatus SetCwd(Task& task, const vfs::Path& p) {
-  if (!p.inode()->IsDir()) return Errno{ENOTDIR};
+  if (!p.valid() || !p.inode()->IsDir()) return Errno{ENOTDIR};
   ASSIGN_OR_RETURN_ERRNO(vfs::Attr a, p.inode()->Stat());
   RETURN_IF_ERRNO(vfs::CheckPermission(task.creds(), a, vfs::kMayExec));
   task.fs().set_cwd(p);

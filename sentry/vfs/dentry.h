@@ -89,6 +89,15 @@ struct Path {
   bool operator==(const Path& o) const { return mount == o.mount && dentry == o.dentry; }
 };
 
+// Where a magic link points (Inode::GetMagicLink): a place in the namespace, or for
+// anonymous files (pipes, sockets) the open description itself. Opening a magic link to
+// an anonymous file returns that same description (sharing flags and offset: a
+// simplification of Linux, which makes a new description of the same object).
+struct MagicLink {
+  Path path;
+  std::shared_ptr<FileDescription> file;
+};
+
 }  // namespace usentry::sentry::vfs
 
 #endif  // USENTRY_SENTRY_VFS_DENTRY_H_

@@ -24,6 +24,7 @@ namespace usentry::sentry::vfs {
 class FileDescription;
 class Inode;
 struct Path;
+struct MagicLink;
 
 // File attributes in the sandbox's view (st_dev is the filesystem's sandbox device).
 struct Attr {
@@ -140,6 +141,10 @@ class Inode : public std::enable_shared_from_this<Inode> {
 
   // --- symlinks (default EINVAL) ---
   virtual SysResult<std::string> Readlink();
+  // "Magic" links (/proc/PID/fd/N, exe, cwd, root): following one jumps to the object it
+  // names instead of resolving Readlink()'s text (which may be "pipe:[7]" or a path
+  // outside the caller's root). Fill `out` and return true to be magic; default false.
+  virtual bool GetMagicLink(MagicLink* out) { return false; }
 
   // --- extended attributes, used by overlay for opaque markers (default ENOTSUP) ---
   virtual SysResult<std::string> GetXattr(std::string_view name);

@@ -1,4 +1,6 @@
 // Path resolution: "..", symlinks, loops, mounts, trailing slashes, name limits.
+#include <map>
+
 #include "gtest/gtest.h"
 #include "sentry/vfs/vfs_test_util.h"
 
@@ -157,6 +159,68 @@ TEST(PathTest, PathOfDeletedAndRenamed) {
   EXPECT_EQ(t.vfs->PathOf(*p), "/b/f");
   ASSERT_TRUE(t.vfs->Unlink(t.Ctx(), "/b/f").ok());
   EXPECT_EQ(t.vfs->PathOf(*p), "/b/f (deleted)");
+}
+
+}  // namespace
+}  // namespace usentry::sentry::vfs
+
+namespace usentry::sentry::vfs {
+namespace {
+
+// A symlink inode that behaves like /proc/self/fd/N.
+class FakeMagicLink : public fsimpl::TmpfsInode {
+ public:
+  FakeMagicLink(fsimpl::TmpfsFilesystem* fs, MagicLink target)
+      : TmpfsInode(fs, S_IFLNK | 0777, 0, 0), target_(std::move(target)) {}
+  bool GetMagicLink(MagicLink* out) override {
+    *out = target_;
+    return true;
+  }
+  SysResult<std::string> Readlink() override { return std::string("pipe:[1]"); }
+
+ private:
+  MagicLink target_;
+};
+
+class FakeDir : public fsimpl::TmpfsInode {
+ public:
+  FakeDir(fsimpl::TmpfsFilesystem* fs, std::map<std::string, std::shared_ptr<Inode>> links)
+      : TmpfsInode(fs, S_IFDIR | 0755, 0, 0), links_(std::move(links)) {}
+  SysResult<std::shared_ptr<Inode>> Lookup(std::string_view name) override {
+    auto it = links_.find(std::string(name));
+    if (it == links_.end()) return Errno{ENOENT};
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<Inode>> links_;
+};
+
+class AnonFile : public FileDescription {
+ public:
+  AnonFile() : FileDescription(Path{}, O_RDONLY) {}
+};
+
+TEST(PathTest, MagicLinksJumpToTheirObject) {
+  TmpfsVfs t;
+  ASSERT_TRUE(t.vfs->Mkdir(t.Ctx(), "/real", 0755).ok());
+  t.Write("/real/f", "real");
+  ASSERT_TRUE(t.vfs->Mkdir(t.Ctx(), "/fd", 0755).ok());
+  auto real = t.vfs->Resolve(t.Ctx(), "/real", true);
+  auto anon = std::make_shared<AnonFile>();
+  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget);
+  std::map<std::string, std::shared_ptr<Inode>> links;
+  links["cwd"] = std::make_shared<FakeMagicLink>(fs2.get(), MagicLink{*real, nullptr});
+  links["63"] = std::make_shared<FakeMagicLink>(fs2.get(), MagicLink{Path{}, anon});
+  ASSERT_TRUE(t.vfs->MountAt("/fd", fs2, std::make_shared<FakeDir>(fs2.get(), links), 0).ok());
+  EXPECT_EQ(t.Read("/fd/cwd/f"), "real");
+  auto f = t.vfs->Open(t.Ctx(), "/fd/63", O_RDONLY, 0);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->get(), anon.get());
+  EXPECT_EQ(t.vfs->Open(t.Ctx(), "/fd/63", O_WRONLY, 0).error(), EACCES);
+  EXPECT_EQ(t.vfs->Resolve(t.Ctx(), "/fd/63/x", true).error(), ENOENT);
+  auto text = t.vfs->Readlink(t.Ctx(), "/fd/63");
+  EXPECT_EQ(*text, "pipe:[1]");
 }
 
 }  // namespace

@@ -105,6 +105,11 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
 SysResult<Path> Vfs::FollowLink(const ResolveContext& ctx, const Path& dir, const Path& link,
                                 int* symlinks) {
   if (++*symlinks > kMaxSymlinks) return Errno{ELOOP};
+  MagicLink magic;
+  if (link.inode()->GetMagicLink(&magic)) {
+    if (magic.path.valid()) return magic.path;
+    return Errno{ENOENT};  // an anonymous file is not a directory to walk through
+  }
   ASSIGN_OR_RETURN_ERRNO(std::string target, link.inode()->Readlink());
   if (target.empty()) return Errno{ENOENT};
   return WalkComponents(ctx, dir, target, true, symlinks, nullptr, nullptr);

@@ -47,6 +47,22 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::Open(const ResolveContext& ctx,
                                                       uint32_t mode) {
   if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (!(flags & O_CREAT)) {
+    if (!(flags & O_NOFOLLOW)) {
+      // A final magic link to an anonymous file (/dev/fd/63 of a pipe) opens that file.
+      auto link = Resolve(ctx, path, false);
+      MagicLink magic;
+      if (link.ok() && link->inode()->IsSymlink() && link->inode()->GetMagicLink(&magic) &&
+          !magic.path.valid() && magic.file) {
+        if ((flags & O_DIRECTORY)) return Errno{ENOTDIR};
+        if (flags & O_PATH) return magic.file;
+        int acc = flags & O_ACCMODE;
+        if ((acc != O_WRONLY && !magic.file->readable()) ||
+            (acc != O_RDONLY && !magic.file->writable())) {
+          return Errno{EACCES};
+        }
+        return magic.file;
+      }
+    }
     ASSIGN_OR_RETURN_ERRNO(Path p, Resolve(ctx, path, !(flags & O_NOFOLLOW)));
     if ((flags & O_NOFOLLOW) && !(flags & O_PATH) && p.inode()->IsSymlink()) return Errno{ELOOP};
     return OpenPath(ctx, p, flags);
