@@ -96,6 +96,9 @@ constexpr int kUnconditional[] = {
     SCMP_SYS(sched_yield),
     SCMP_SYS(sched_getaffinity),
     SCMP_SYS(getrandom),
+    // pthread_create reads the creator's scheduling parameters so the thread inherits them.
+    SCMP_SYS(sched_getparam),
+    SCMP_SYS(sched_getscheduler),
     SCMP_SYS(getrusage),
     SCMP_SYS(prlimit64),
     // Stubs install their own (stricter) filter; a filter can only remove rights.
