@@ -75,6 +75,11 @@ SyscallResult DoMkdir(Task& task, int dirfd, mm::GuestAddr path, uint32_t mode) 
   return Done(task.kernel().vfs().Mkdir(p.ctx, p.path, mode & 07777));
 }
 
+SyscallResult DoMknod(Task& task, int dirfd, mm::GuestAddr path, uint32_t mode, uint64_t dev) {
+  ASSIGN_OR_RETURN_ERRNO(PathArg p, PathAt(task, dirfd, path));
+  return Done(task.kernel().vfs().Mknod(p.ctx, p.path, mode, dev));
+}
+
 SyscallResult DoUnlink(Task& task, int dirfd, mm::GuestAddr path, int flags) {
   if (flags & ~AT_REMOVEDIR) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(PathArg p, PathAt(task, dirfd, path));
@@ -131,6 +136,15 @@ SyscallResult SysMkdir(Task& task, const SyscallArgs& args) {
 
 SyscallResult SysMkdirat(Task& task, const SyscallArgs& args) {
   return DoMkdir(task, args.i32(0), args.ptr(1), args.u32(2));
+}
+
+// The device number is the new-style encoding (unsigned int on x86-64).
+SyscallResult SysMknod(Task& task, const SyscallArgs& args) {
+  return DoMknod(task, AT_FDCWD, args.ptr(0), args.u32(1), args.u32(2));
+}
+
+SyscallResult SysMknodat(Task& task, const SyscallArgs& args) {
+  return DoMknod(task, args.i32(0), args.ptr(1), args.u32(2), args.u32(3));
 }
 
 SyscallResult SysRmdir(Task& task, const SyscallArgs& args) {

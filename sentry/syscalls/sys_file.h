@@ -60,6 +60,8 @@ SyscallResult SysGetdents(Task& task, const SyscallArgs& args);
 SyscallResult SysGetdents64(Task& task, const SyscallArgs& args);
 SyscallResult SysMkdir(Task& task, const SyscallArgs& args);
 SyscallResult SysMkdirat(Task& task, const SyscallArgs& args);
+SyscallResult SysMknod(Task& task, const SyscallArgs& args);
+SyscallResult SysMknodat(Task& task, const SyscallArgs& args);
 SyscallResult SysRmdir(Task& task, const SyscallArgs& args);
 SyscallResult SysUnlink(Task& task, const SyscallArgs& args);
 SyscallResult SysUnlinkat(Task& task, const SyscallArgs& args);
