@@ -59,7 +59,7 @@ InodePtr NewSysTree(std::shared_ptr<vfs::Filesystem> fs, Kernel& k) {
       fs, "sys/kernel",
       {{"osrelease", f("sys/kernel/osrelease", Fixed(absl::StrCat(kProcOsRelease, "\n")))},
        {"ostype", f("sys/kernel/ostype", Fixed("Linux\n"))},
-       {"version", f("sys/kernel/version", Fixed("#1 SMP PREEMPT_DYNAMIC\n"))},
+       {"version", f("sys/kernel/version", Fixed(absl::StrCat(kProcOsVersion, "\n")))},
        {"hostname", f("sys/kernel/hostname",
                       [kp]() -> SysResult<std::string> { return kp->hostname() + "\n"; })},
        {"domainname", f("sys/kernel/domainname", Fixed("(none)\n"))},

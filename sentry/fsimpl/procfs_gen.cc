@@ -206,8 +206,8 @@ std::string GenerateLoadavg(int running, int total, int32_t last_pid) {
 }
 
 std::string GenerateVersion() {
-  return absl::StrCat("Linux version ", kProcOsRelease,
-                      " (usentry@usentry) (gcc (usentry)) #1 SMP PREEMPT_DYNAMIC\n");
+  return absl::StrCat("Linux version ", kProcOsRelease, " (usentry@usentry) (gcc (usentry)) ",
+                      kProcOsVersion, "\n");
 }
 
 std::string GenerateFilesystems() {

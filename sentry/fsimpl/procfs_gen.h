@@ -10,9 +10,10 @@
 
 namespace usentry::sentry::fsimpl {
 
-// Kernel release shown by /proc/version and /proc/sys/kernel/osrelease. uname(2) should
-// report the same.
-inline constexpr const char* kProcOsRelease = "6.1.0-usentry";
+// Kernel release and version shown by /proc/version and /proc/sys/kernel/{osrelease,
+// version}: must match uname(2) (sys_info.cc's kRelease/kVersion).
+inline constexpr const char* kProcOsRelease = "6.1.0";
+inline constexpr const char* kProcOsVersion = "#1 SMP usentry";
 
 // /proc/PID/stat fields (proc(5) numbering in comments), the ones we can know.
 struct ProcStatInfo {
