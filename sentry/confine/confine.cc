@@ -1,8 +1,10 @@
 // ConfineSentry: empty root, no privileges, seccomp allowlist.
 #include "sentry/confine/confine.h"
 
+#include <execinfo.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -32,6 +34,11 @@ std::string ErrnoText(const std::string& call, int err = errno) {
 void WarmUpLazyCaches() {
   (void)absl::base_internal::NumCPUs();
   (void)absl::base_internal::NominalCPUFrequency();
+  // glibc's malloc reads /proc/sys/vm/overcommit_memory the first time it shrinks a
+  // thread arena's heap (free -> heap_trim -> shrink_heap): the sentry died of SIGSYS
+  // (openat) in free() on a sentry thread. One arena means no such heaps; the main arena
+  // trims with brk.
+  mallopt(M_ARENA_MAX, 1);
 }
 
 // Replaces "/" with an empty read-only tmpfs. Returns the layer; an error only when the
@@ -157,11 +164,18 @@ void OnSeccompViolation(int, siginfo_t* info, void*) {
   append(name ? name : "unknown");
   append(")\n");
   WriteAll(buf, len);
+  // Where the call came from (backtrace was primed before the filter: its first use
+  // loads libgcc_s, which would open files).
+  void* frames[32];
+  int n = backtrace(frames, 32);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
   abort();
 }
 
 absl::Status InstallDebugHandler() {
   FillSyscallNames();
+  void* frames[4];
+  (void)backtrace(frames, 4);
   struct sigaction sa = {};
   sa.sa_sigaction = OnSeccompViolation;
   sa.sa_flags = SA_SIGINFO;
