@@ -254,6 +254,10 @@ SysResult<size_t> HostFileDescription::Write(Task* task, absl::Span<const iovec>
   return static_cast<size_t>(n);
 }
 
+std::shared_ptr<vfs::FileDescription> HostFileDescription::Reopen(int flags) const {
+  return std::make_shared<HostFileDescription>(poller_, fd_, flags, term_, uid_, gid_);
+}
+
 SysResult<int64_t> HostFileDescription::Seek(int64_t offset, int whence) {
   if (host_type_ != S_IFREG) return Errno{ESPIPE};
   off_t r = lseek(fd_, offset, whence);

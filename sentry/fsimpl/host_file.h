@@ -52,6 +52,8 @@ class HostFileDescription : public vfs::FileDescription {
   WaitQueue* wait_queue() override { return always_ready_ ? nullptr : &wq_; }
   std::string AnonName() const override;
 
+  // A new description of the same host FD with `flags` (/proc/PID/fd/N reopen).
+  std::shared_ptr<vfs::FileDescription> Reopen(int flags) const;
   int host_fd() const { return fd_; }
   bool is_tty() const { return term_ != nullptr; }
 

@@ -82,6 +82,7 @@ class PipeDescription : public vfs::FileDescription {
   std::string AnonName() const override;
 
   Pipe& pipe() { return *pipe_; }
+  const std::shared_ptr<Pipe>& pipe_ptr() const { return pipe_; }
 
  private:
   std::shared_ptr<Pipe> pipe_;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sentry/fsimpl/procfs.h"
+
 namespace usentry::sentry::fsimpl {
 namespace {
 
@@ -53,12 +55,16 @@ class ProcFileInode : public ProcInode {
 class ProcSymlinkInode : public ProcInode {
  public:
   ProcSymlinkInode(std::shared_ptr<vfs::Filesystem> fs, std::string_view key, ProcOwner owner,
-                   ProcContent target)
-      : ProcInode(std::move(fs), key, S_IFLNK | 0777, owner), target_(std::move(target)) {}
+                   ProcContent target, ProcOpen open)
+      : ProcInode(std::move(fs), key, S_IFLNK | 0777, owner),
+        target_(std::move(target)),
+        open_(std::move(open)) {}
   SysResult<std::string> Readlink() override { return target_(); }
+  const ProcOpen& opener() const { return open_; }
 
  private:
   ProcContent target_;
+  ProcOpen open_;
 };
 
 class ProcDirInode : public ProcInode {
@@ -107,8 +113,15 @@ std::shared_ptr<vfs::Inode> NewProcFile(std::shared_ptr<vfs::Filesystem> fs, std
 
 std::shared_ptr<vfs::Inode> NewProcSymlink(std::shared_ptr<vfs::Filesystem> fs,
                                            std::string_view key, ProcOwner owner,
-                                           ProcContent target) {
-  return std::make_shared<ProcSymlinkInode>(std::move(fs), key, owner, std::move(target));
+                                           ProcContent target, ProcOpen open) {
+  return std::make_shared<ProcSymlinkInode>(std::move(fs), key, owner, std::move(target),
+                                            std::move(open));
+}
+
+SysResult<std::shared_ptr<vfs::FileDescription>> OpenProcMagicLink(vfs::Inode& link, int flags) {
+  auto* l = dynamic_cast<ProcSymlinkInode*>(&link);
+  if (l == nullptr || !l->opener()) return Errno{ENOSYS};
+  return l->opener()(flags);
 }
 
 std::shared_ptr<vfs::Inode> NewProcDir(std::shared_ptr<vfs::Filesystem> fs, std::string_view key,

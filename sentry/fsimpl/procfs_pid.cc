@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sentry/fsimpl/host_file.h"
+#include "sentry/fsimpl/pipe.h"
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/fsimpl/procfs_gen.h"
 #include "sentry/fsimpl/procfs_nodes.h"
@@ -205,6 +207,18 @@ SysResult<std::string> AuxvBytes(Kernel& k, int32_t tgid, int32_t tid) {
   return std::string(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(uint64_t));
 }
 
+// Linux reopens the object behind /proc/PID/fd/N with the new flags: a new end of the
+// same pipe, a new description of the same host FD. Other anonymous files (sockets,
+// eventfds...) cannot be reopened (ENXIO, as Linux answers for sockets).
+SysResult<std::shared_ptr<vfs::FileDescription>> ReopenAnonymous(vfs::FileDescription& f,
+                                                                 int flags) {
+  if (auto* p = dynamic_cast<PipeDescription*>(&f)) {
+    return NewPipeEnd(p->pipe_ptr(), vfs::Path{}, flags);
+  }
+  if (auto* h = dynamic_cast<HostFileDescription*>(&f)) return h->Reopen(flags);
+  return Errno{ENXIO};
+}
+
 int32_t ParseNumber(std::string_view name) {
   int32_t v = -1;
   auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
@@ -233,10 +247,17 @@ InodePtr NewFdDir(std::shared_ptr<vfs::Filesystem> fs, Kernel& k, int32_t tgid, 
       return e;
     };
     if (!info) {
-      return NewProcSymlink(fs, child_key, owner, [=]() -> SysResult<std::string> {
-        ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry cur, current());
-        return FileName(*kp, *cur.file);
-      });
+      return NewProcSymlink(
+          fs, child_key, owner,
+          [=]() -> SysResult<std::string> {
+            ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry cur, current());
+            return FileName(*kp, *cur.file);
+          },
+          [=](int flags) -> SysResult<std::shared_ptr<vfs::FileDescription>> {
+            ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry cur, current());
+            if (cur.file->path().valid()) return Errno{ENOSYS};  // follow the path text
+            return ReopenAnonymous(*cur.file, flags);
+          });
     }
     return NewProcFile(fs, child_key, owner, [=]() -> SysResult<std::string> {
       ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry cur, current());
