@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "abi/errno.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gofer/client.h"
 #include "sentry/fsimpl/devfs.h"
@@ -21,6 +23,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/strace.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/task_context.h"
@@ -70,6 +73,19 @@ SysStatus ExecSearchingPath(Task& t, const SentryConfig& cfg) {
     if (s.error() != ENOENT && s.error() != ENOTDIR) best = s.error();
   }
   return Errno{best};
+}
+
+// --strace: the first execve happens before the task runs, so it is logged here in the
+// same form the dispatcher uses for later ones.
+void StraceInitialExec(const SentryConfig& cfg, int32_t pid, int err) {
+  std::string args;
+  for (size_t i = 0; i < cfg.argv.size(); i++) {
+    if (i > 0) args += ", ";
+    args += QuoteString(cfg.argv[i]);
+  }
+  std::string result = err == 0 ? "0" : absl::StrCat("-1 ", abi::ErrnoName(err));
+  fprintf(stderr, "[pid %5d] execve(%s, [%s], [/* %zu vars */]) = %s\n", pid,
+          QuoteString(cfg.argv[0]).c_str(), args.c_str(), cfg.envp.size(), result.c_str());
 }
 
 int ExitCodeOf(int wait_status) {
@@ -141,6 +157,7 @@ int RunSentry(const SentryConfig& cfg) {
     fsimpl::SetCurrentTask(task);
     SysStatus s = ExecSearchingPath(*task, cfg);
     fsimpl::SetCurrentTask(nullptr);
+    if (cfg.strace) StraceInitialExec(cfg, pid, s.ok() ? 0 : s.error());
     if (!s.ok()) {
       fprintf(stderr, "usentry: %s: %s\n", cfg.argv[0].c_str(),
               s.error() == ENOENT ? "command not found" : strerror(s.error()));
