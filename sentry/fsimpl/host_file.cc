@@ -254,8 +254,9 @@ SysResult<size_t> HostFileDescription::Write(Task* task, absl::Span<const iovec>
   return static_cast<size_t>(n);
 }
 
-std::shared_ptr<vfs::FileDescription> HostFileDescription::Reopen(int flags) const {
-  return std::make_shared<HostFileDescription>(poller_, fd_, flags, term_, uid_, gid_);
+SysResult<std::shared_ptr<vfs::FileDescription>> HostFileDescription::Reopen(int flags) {
+  return std::shared_ptr<vfs::FileDescription>(
+      std::make_shared<HostFileDescription>(poller_, fd_, flags, term_, uid_, gid_));
 }
 
 SysResult<int64_t> HostFileDescription::Seek(int64_t offset, int whence) {

@@ -53,7 +53,7 @@ class HostFileDescription : public vfs::FileDescription {
   std::string AnonName() const override;
 
   // A new description of the same host FD with `flags` (/proc/PID/fd/N reopen).
-  std::shared_ptr<vfs::FileDescription> Reopen(int flags) const;
+  SysResult<std::shared_ptr<vfs::FileDescription>> Reopen(int flags) override;
   int host_fd() const { return fd_; }
   bool is_tty() const { return term_ != nullptr; }
 

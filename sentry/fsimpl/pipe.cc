@@ -207,3 +207,11 @@ SysResult<uint64_t> PipeFcntl(vfs::FileDescription& file, int cmd, uint64_t arg)
 }
 
 }  // namespace usentry::sentry::fsimpl
+
+namespace usentry::sentry::fsimpl {
+
+SysResult<std::shared_ptr<vfs::FileDescription>> PipeDescription::Reopen(int flags) {
+  return NewPipeEnd(pipe_, vfs::Path{}, flags);
+}
+
+}  // namespace usentry::sentry::fsimpl

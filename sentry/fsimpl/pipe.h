@@ -80,6 +80,8 @@ class PipeDescription : public vfs::FileDescription {
   EventMask Readiness(EventMask mask) override;
   WaitQueue* wait_queue() override { return &pipe_->wait_queue(); }
   std::string AnonName() const override;
+  // A new end of the same pipe; the access mode decides which end.
+  SysResult<std::shared_ptr<vfs::FileDescription>> Reopen(int flags) override;
 
   Pipe& pipe() { return *pipe_; }
   const std::shared_ptr<Pipe>& pipe_ptr() const { return pipe_; }

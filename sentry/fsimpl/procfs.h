@@ -33,13 +33,6 @@ Task* CurrentTask();
 // The /proc root for `kernel`. The kernel must outlive it.
 std::shared_ptr<vfs::Inode> NewProcfsRoot(Kernel& kernel);
 
-// For the VFS: opening a path whose final symlink is a procfs "magic link"
-// (/proc/PID/fd/N) must not follow the link text when the file has no path ("pipe:[7]",
-// host stdio): call this with the symlink's inode and the open flags instead. It
-// returns a description of the same object (a new pipe end, the same host FD), ENXIO
-// for files that cannot be reopened, or ENOSYS: not a magic link, or the file has a
-// path, so follow Readlink() as for any symlink.
-SysResult<std::shared_ptr<vfs::FileDescription>> OpenProcMagicLink(vfs::Inode& link, int flags);
 
 // Mounts procfs on the sandbox's /proc (which must exist), noexec.
 absl::Status MountProcfs(vfs::Vfs& vfs, Kernel& kernel);

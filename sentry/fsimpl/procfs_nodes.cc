@@ -55,16 +55,16 @@ class ProcFileInode : public ProcInode {
 class ProcSymlinkInode : public ProcInode {
  public:
   ProcSymlinkInode(std::shared_ptr<vfs::Filesystem> fs, std::string_view key, ProcOwner owner,
-                   ProcContent target, ProcOpen open)
+                   ProcContent target, ProcMagic magic)
       : ProcInode(std::move(fs), key, S_IFLNK | 0777, owner),
         target_(std::move(target)),
-        open_(std::move(open)) {}
+        magic_(std::move(magic)) {}
   SysResult<std::string> Readlink() override { return target_(); }
-  const ProcOpen& opener() const { return open_; }
+  bool GetMagicLink(vfs::MagicLink* out) override { return magic_ && magic_(out); }
 
  private:
   ProcContent target_;
-  ProcOpen open_;
+  ProcMagic magic_;
 };
 
 class ProcDirInode : public ProcInode {
@@ -113,15 +113,9 @@ std::shared_ptr<vfs::Inode> NewProcFile(std::shared_ptr<vfs::Filesystem> fs, std
 
 std::shared_ptr<vfs::Inode> NewProcSymlink(std::shared_ptr<vfs::Filesystem> fs,
                                            std::string_view key, ProcOwner owner,
-                                           ProcContent target, ProcOpen open) {
+                                           ProcContent target, ProcMagic magic) {
   return std::make_shared<ProcSymlinkInode>(std::move(fs), key, owner, std::move(target),
-                                            std::move(open));
-}
-
-SysResult<std::shared_ptr<vfs::FileDescription>> OpenProcMagicLink(vfs::Inode& link, int flags) {
-  auto* l = dynamic_cast<ProcSymlinkInode*>(&link);
-  if (l == nullptr || !l->opener()) return Errno{ENOSYS};
-  return l->opener()(flags);
+                                            std::move(magic));
 }
 
 std::shared_ptr<vfs::Inode> NewProcDir(std::shared_ptr<vfs::Filesystem> fs, std::string_view key,

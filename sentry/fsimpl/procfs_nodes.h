@@ -39,13 +39,12 @@ using ProcList = std::function<SysResult<std::vector<vfs::DirEntry>>()>;
 // A read-only file (mode 0444 unless given); opening for write is EACCES.
 std::shared_ptr<vfs::Inode> NewProcFile(std::shared_ptr<vfs::Filesystem> fs, std::string_view key,
                                         ProcOwner owner, ProcContent content, uint32_t mode = 0444);
-// `open`, if set, makes the link "magic" (/proc/PID/fd/N): opening through it yields a
-// description of the linked file itself even when its target text is not a path.
-using ProcOpen = std::function<SysResult<std::shared_ptr<vfs::FileDescription>>(int flags)>;
+// `magic`, if set, makes the link "magic" (/proc/PID/fd/N): the VFS follows it to the
+// object itself (Inode::GetMagicLink) rather than by its target text.
+using ProcMagic = std::function<bool(vfs::MagicLink* out)>;
 std::shared_ptr<vfs::Inode> NewProcSymlink(std::shared_ptr<vfs::Filesystem> fs,
                                            std::string_view key, ProcOwner owner,
-                                           ProcContent target, ProcOpen open = nullptr);
-// OpenProcMagicLink (procfs.h) opens through such a link.
+                                           ProcContent target, ProcMagic magic = nullptr);
 // A directory computed on each lookup/readdir.
 std::shared_ptr<vfs::Inode> NewProcDir(std::shared_ptr<vfs::Filesystem> fs, std::string_view key,
                                        ProcOwner owner, ProcLookup lookup, ProcList list,

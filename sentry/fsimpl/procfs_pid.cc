@@ -207,18 +207,6 @@ SysResult<std::string> AuxvBytes(Kernel& k, int32_t tgid, int32_t tid) {
   return std::string(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(uint64_t));
 }
 
-// Linux reopens the object behind /proc/PID/fd/N with the new flags: a new end of the
-// same pipe, a new description of the same host FD. Other anonymous files (sockets,
-// eventfds...) cannot be reopened (ENXIO, as Linux answers for sockets).
-SysResult<std::shared_ptr<vfs::FileDescription>> ReopenAnonymous(vfs::FileDescription& f,
-                                                                 int flags) {
-  if (auto* p = dynamic_cast<PipeDescription*>(&f)) {
-    return NewPipeEnd(p->pipe_ptr(), vfs::Path{}, flags);
-  }
-  if (auto* h = dynamic_cast<HostFileDescription*>(&f)) return h->Reopen(flags);
-  return Errno{ENXIO};
-}
-
 int32_t ParseNumber(std::string_view name) {
   int32_t v = -1;
   auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
@@ -253,10 +241,15 @@ InodePtr NewFdDir(std::shared_ptr<vfs::Filesystem> fs, Kernel& k, int32_t tgid, 
             ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry cur, current());
             return FileName(*kp, *cur.file);
           },
-          [=](int flags) -> SysResult<std::shared_ptr<vfs::FileDescription>> {
-            ASSIGN_OR_RETURN_ERRNO(vfs::FdEntry cur, current());
-            if (cur.file->path().valid()) return Errno{ENOSYS};  // follow the path text
-            return ReopenAnonymous(*cur.file, flags);
+          [=](vfs::MagicLink* out) {
+            auto cur = current();
+            if (!cur.ok()) return false;
+            if (cur->file->path().valid()) {
+              out->path = cur->file->path();
+            } else {
+              out->file = cur->file;  // anonymous: opening it calls Reopen
+            }
+            return true;
           });
     }
     return NewProcFile(fs, child_key, owner, [=]() -> SysResult<std::string> {

@@ -143,11 +143,8 @@ TEST_F(ProcfsTest, LinksAndFds) {
   // Following the link of a file with a path opens that file.
   EXPECT_TRUE(k_->vfs().Open(ctx_, fd_dir + std::to_string(ffd), O_RDONLY, 0).ok());
   EXPECT_EQ(k_->vfs().Readlink(ctx_, fd_dir + "99").error(), ENOENT);
-  // Magic links: the pipe behind fd/N is reopened (a new end on the same pipe); files
-  // with a path are followed by name (ENOSYS here).
-  auto link = k_->vfs().Resolve(ctx_, fd_dir + std::to_string(rfd), /*follow=*/false);
-  ASSERT_TRUE(link.ok());
-  auto again = OpenProcMagicLink(*link->inode(), O_RDONLY);
+  // Magic links: opening fd/N of a pipe reopens the pipe (a new end on the same pipe).
+  auto again = k_->vfs().Open(ctx_, fd_dir + std::to_string(rfd), O_RDONLY, 0);
   ASSERT_TRUE(again.ok());
   iovec wv{const_cast<char*>("via fd"), 6};
   ASSERT_TRUE(p.write->Write(nullptr, absl::MakeConstSpan(&wv, 1), -1).ok());
@@ -155,10 +152,15 @@ TEST_F(ProcfsTest, LinksAndFds) {
   iovec rv{rb, sizeof(rb)};
   ASSERT_EQ((*again)->Read(nullptr, absl::MakeConstSpan(&rv, 1), -1).value(), 6u);
   EXPECT_EQ(std::string(rb, 6), "via fd");
+  // A file with a path is a magic link to that path; /proc/self is an ordinary symlink.
+  vfs::MagicLink magic;
   auto flink = k_->vfs().Resolve(ctx_, fd_dir + std::to_string(ffd), /*follow=*/false);
-  EXPECT_EQ(OpenProcMagicLink(*flink->inode(), O_RDONLY).error(), ENOSYS);
+  ASSERT_TRUE(flink.ok());
+  ASSERT_TRUE(flink->inode()->GetMagicLink(&magic));
+  EXPECT_TRUE(magic.path.valid());
+  EXPECT_EQ(magic.file, nullptr);
   auto self = k_->vfs().Resolve(ctx_, "/proc/self", /*follow=*/false);
-  EXPECT_EQ(OpenProcMagicLink(*self->inode(), O_RDONLY).error(), ENOSYS);
+  EXPECT_FALSE(self->inode()->GetMagicLink(&magic));
   auto info = ReadFile("/proc/self/fdinfo/" + std::to_string(ffd));
   ASSERT_TRUE(info.ok());
   EXPECT_NE(info->find("flags:\t02000002\n"), std::string::npos) << *info;  // O_CLOEXEC|O_RDWR

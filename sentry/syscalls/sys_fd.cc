@@ -3,6 +3,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 
+#include "sentry/fsimpl/pipe.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_file_lock.h"
@@ -47,8 +48,11 @@ SyscallResult SysFcntl(Task& task, const SyscallArgs& args) {
       return FcntlLock(task, file, cmd, args.ptr(2));
     case F_GETOWN:
       return uint64_t{0};  // no SIGIO owner is ever set (F_SETOWN is refused)
+    case F_GETPIPE_SZ:
+    case F_SETPIPE_SZ:
+      return fsimpl::PipeFcntl(file, cmd, args.u64(2));
     default:
-      // F_SETOWN/F_SETSIG (SIGIO), leases, notify, seals, pipe sizes: not supported.
+      // F_SETOWN/F_SETSIG (SIGIO), leases, notify, seals: not supported.
       return Errno{EINVAL};
   }
 }

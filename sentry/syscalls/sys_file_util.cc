@@ -50,12 +50,10 @@ SysResult<Target> ResolveTarget(Task& task, int dirfd, mm::GuestAddr path_addr, 
   ASSIGN_OR_RETURN_ERRNO(vfs::ResolveContext ctx, vfs::ContextAt(task, dirfd, path));
   Target t;
   if (follow) {
-    // stat("/proc/self/fd/N") of a pipe: the magic link names an anonymous file.
-    auto link = task.kernel().vfs().Resolve(ctx, path, false);
-    vfs::MagicLink magic;
-    if (link.ok() && link->inode()->IsSymlink() && link->inode()->GetMagicLink(&magic) &&
-        !magic.path.valid() && magic.file) {
-      t.file = magic.file;
+    // stat("/proc/self/fd/N") or stat("/dev/stdin") of a pipe names an anonymous file.
+    ASSIGN_OR_RETURN_ERRNO(vfs::Vfs::Final fin, task.kernel().vfs().ResolveFinal(ctx, path));
+    if (fin.file) {
+      t.file = fin.file;
       return t;
     }
   }

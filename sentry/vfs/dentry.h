@@ -91,8 +91,8 @@ struct Path {
 
 // Where a magic link points (Inode::GetMagicLink): a place in the namespace, or for
 // anonymous files (pipes, sockets) the open description itself. Opening a magic link to
-// an anonymous file returns that same description (sharing flags and offset: a
-// simplification of Linux, which makes a new description of the same object).
+// an anonymous file calls its FileDescription::Reopen (a new description of the same
+// object, like Linux); stat of it stats that description.
 struct MagicLink {
   Path path;
   std::shared_ptr<FileDescription> file;

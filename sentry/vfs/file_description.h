@@ -90,6 +90,11 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
   // Default ENODEV (file cannot be mapped).
   virtual SysStatus ConfigureMMap(mm::MMapOpts& opts);
 
+  // Opening /proc/PID/fd/N of an anonymous file (no path) reopens the same object with
+  // new flags, as Linux does: a new end of the same pipe, a new description of the same
+  // host FD. Default ENXIO (Linux's answer for sockets and the like).
+  virtual SysResult<std::shared_ptr<FileDescription>> Reopen(int flags) { return Errno{ENXIO}; }
+
   // Name for /proc/PID/fd links and strace when the path is empty ("pipe:[123]").
   virtual std::string AnonName() const { return "anon_inode:[unknown]"; }
 

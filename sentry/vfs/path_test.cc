@@ -196,9 +196,16 @@ class FakeDir : public fsimpl::TmpfsInode {
   std::map<std::string, std::shared_ptr<Inode>> links_;
 };
 
+// An anonymous read-only object: reopening it for reading makes a new description.
 class AnonFile : public FileDescription {
  public:
   AnonFile() : FileDescription(Path{}, O_RDONLY) {}
+  SysResult<std::shared_ptr<FileDescription>> Reopen(int flags) override {
+    if ((flags & O_ACCMODE) != O_RDONLY) return Errno{EACCES};
+    reopened++;
+    return std::shared_ptr<FileDescription>(std::make_shared<AnonFile>());
+  }
+  int reopened = 0;
 };
 
 TEST(PathTest, MagicLinksJumpToTheirObject) {
@@ -216,7 +223,8 @@ TEST(PathTest, MagicLinksJumpToTheirObject) {
   EXPECT_EQ(t.Read("/fd/cwd/f"), "real");
   auto f = t.vfs->Open(t.Ctx(), "/fd/63", O_RDONLY, 0);
   ASSERT_TRUE(f.ok());
-  EXPECT_EQ(f->get(), anon.get());
+  EXPECT_NE(f->get(), anon.get());  // a new description of the same object
+  EXPECT_EQ(anon->reopened, 1);
   EXPECT_EQ(t.vfs->Open(t.Ctx(), "/fd/63", O_WRONLY, 0).error(), EACCES);
   EXPECT_EQ(t.vfs->Resolve(t.Ctx(), "/fd/63/x", true).error(), ENOENT);
   auto text = t.vfs->Readlink(t.Ctx(), "/fd/63");

@@ -165,6 +165,27 @@ SysResult<Path> Vfs::Resolve(const ResolveContext& ctx, std::string_view path, b
                         &slash, nullptr);
 }
 
+SysResult<Vfs::Final> Vfs::ResolveFinal(const ResolveContext& ctx, std::string_view path) {
+  ASSIGN_OR_RETURN_ERRNO(Path cur, Resolve(ctx, path, false));
+  for (int links = 0; cur.inode()->IsSymlink(); ++links) {
+    if (links >= kMaxSymlinks) return Errno{ELOOP};
+    MagicLink magic;
+    if (cur.inode()->GetMagicLink(&magic)) {
+      if (magic.file) return Final{Path{}, magic.file};
+      if (!magic.path.valid()) return Errno{ENOENT};
+      cur = magic.path;
+      continue;
+    }
+    // An ordinary symlink: its text is resolved from the directory that holds it (only
+    // the last step may be another symlink; intermediate ones are followed by Resolve).
+    ASSIGN_OR_RETURN_ERRNO(std::string target, cur.inode()->Readlink());
+    ResolveContext from = ctx;
+    from.start = Path{cur.mount, cur.dentry->parent() ? cur.dentry->parent() : cur.dentry};
+    ASSIGN_OR_RETURN_ERRNO(cur, Resolve(from, target, false));
+  }
+  return Final{cur, nullptr};
+}
+
 SysResult<ParentAndName> Vfs::ResolveParent(const ResolveContext& ctx, std::string_view path) {
   int symlinks = 0;
   ParentAndName out;

@@ -72,6 +72,14 @@ class Vfs {
   // the caller's business). A trailing slash requires a directory (ENOTDIR) and forces
   // following.
   SysResult<Path> Resolve(const ResolveContext& ctx, std::string_view path, bool follow);
+  // Like Resolve(follow=true), but a final chain of symlinks that ends in a magic link to
+  // an anonymous file (/dev/stdin -> /proc/self/fd/0 -> a pipe) yields that file instead
+  // of ENOENT. Exactly one of the result's path / file is set. For open and stat.
+  struct Final {
+    Path path;
+    std::shared_ptr<FileDescription> file;
+  };
+  SysResult<Final> ResolveFinal(const ResolveContext& ctx, std::string_view path);
   // All but the last component, for create/unlink/rename.
   SysResult<ParentAndName> ResolveParent(const ResolveContext& ctx, std::string_view path);
   // One step from a directory: handles ".", "..", mounts; checks search permission on

@@ -48,20 +48,16 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::Open(const ResolveContext& ctx,
   if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (!(flags & O_CREAT)) {
     if (!(flags & O_NOFOLLOW)) {
-      // A final magic link to an anonymous file (/dev/fd/63 of a pipe) opens that file.
-      auto link = Resolve(ctx, path, false);
-      MagicLink magic;
-      if (link.ok() && link->inode()->IsSymlink() && link->inode()->GetMagicLink(&magic) &&
-          !magic.path.valid() && magic.file) {
+      // A symlink chain ending at a magic link to an anonymous file (/dev/fd/63 or
+      // /dev/stdin of a pipe) reopens that file.
+      ASSIGN_OR_RETURN_ERRNO(Final fin, ResolveFinal(ctx, path));
+      if (fin.file) {
         if ((flags & O_DIRECTORY)) return Errno{ENOTDIR};
-        if (flags & O_PATH) return magic.file;
-        int acc = flags & O_ACCMODE;
-        if ((acc != O_WRONLY && !magic.file->readable()) ||
-            (acc != O_RDONLY && !magic.file->writable())) {
-          return Errno{EACCES};
-        }
-        return magic.file;
+        if (flags & O_PATH) return fin.file;
+        return fin.file->Reopen(flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC | O_CLOEXEC));
       }
+      // A trailing slash adds Resolve's directory rules; otherwise this is the answer.
+      if (path.back() != '/') return OpenPath(ctx, fin.path, flags);
     }
     ASSIGN_OR_RETURN_ERRNO(Path p, Resolve(ctx, path, !(flags & O_NOFOLLOW)));
     if ((flags & O_NOFOLLOW) && !(flags & O_PATH) && p.inode()->IsSymlink()) return Errno{ELOOP};
