@@ -52,6 +52,8 @@ struct SandboxResult {
 };
 
 // Creates the gofer and the sentry, waits for the sentry, then kills and reaps the gofer.
+// Call it from a single-threaded process (the CLI is): the children are made with
+// fork()/clone(), and clone() does not reset locks (malloc's) another thread may hold.
 // The exit code is the sentry's, or 125 if it died of a signal ("usentry: sentry crashed
 // (signal N)" is printed). SIGINT/SIGTERM/SIGHUP are forwarded to the sentry while it
 // runs; a second one kills it. Errors are setup failures before the sentry ran.

@@ -171,14 +171,16 @@ class SignalForwardingTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
+  // The thread runs while RunSandbox clones (which, unlike fork(), does not reset
+  // malloc's locks in the child): it must not allocate, or a child could inherit a
+  // held lock and hang. Raw syscalls only.
   std::thread SignalWhenReady(int count) {
-    return std::thread([this, count] {
-      for (int i = 0; i < 600 && !std::filesystem::exists(ready_); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+    const char* ready = ready_.c_str();
+    return std::thread([ready, count] {
+      for (int i = 0; i < 600 && access(ready, F_OK) != 0; ++i) usleep(50000);
       for (int i = 0; i < count; ++i) {
         kill(getpid(), SIGTERM);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        usleep(100000);
       }
     });
   }
