@@ -14,10 +14,10 @@
 #define USENTRY_CONCAT_(a, b) USENTRY_CONCAT_INNER_(a, b)
 
 // RETURN_IF_ERROR(expr): returns the status if it is not OK.
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::absl::Status _usentry_st = (expr);           \
-    if (!_usentry_st.ok()) return _usentry_st;     \
+#define RETURN_IF_ERROR(expr)                  \
+  do {                                         \
+    ::absl::Status _usentry_st = (expr);       \
+    if (!_usentry_st.ok()) return _usentry_st; \
   } while (0)
 
 // ASSIGN_OR_RETURN(lhs, expr): unwraps a StatusOr or returns its status.

@@ -1,5 +1,6 @@
-// SysResult<T>: a syscall-domain result (sentry handlers, gofer client), a value or a Linux errno. No exceptions and no
-// allocation on the error path. absl::Status is for setup code; convert at the boundary.
+// SysResult<T>: a syscall-domain result (sentry handlers, gofer client), a value or a Linux errno.
+// No exceptions and no allocation on the error path. absl::Status is for setup code; convert at the
+// boundary.
 #ifndef USENTRY_BASE_SYS_RESULT_H_
 #define USENTRY_BASE_SYS_RESULT_H_
 
@@ -27,7 +28,7 @@ template <typename T>
 class [[nodiscard]] SysResult {
  public:
   SysResult(T v) : v_(std::move(v)) {}  // NOLINT: implicit by design
-  SysResult(Errno e) : v_(e) {}          // NOLINT
+  SysResult(Errno e) : v_(e) {}         // NOLINT
   bool ok() const { return v_.index() == 0; }
   int error() const { return ok() ? 0 : std::get<1>(v_).value; }
   T& value() & { return std::get<0>(v_); }
@@ -61,18 +62,18 @@ inline SysStatus SysOk() { return {}; }
 #define USENTRY_SYS_CONCAT_(a, b) USENTRY_SYS_CONCAT_INNER_(a, b)
 
 // RETURN_IF_ERRNO(expr): expr is a SysResult<...>; returns its errno if it failed.
-#define RETURN_IF_ERRNO(expr)                                                   \
-  do {                                                                          \
-    auto _usentry_r = (expr);                                                   \
+#define RETURN_IF_ERRNO(expr)                                          \
+  do {                                                                 \
+    auto _usentry_r = (expr);                                          \
     if (!_usentry_r.ok()) return ::usentry::Errno{_usentry_r.error()}; \
   } while (0)
 
 // ASSIGN_OR_RETURN_ERRNO(lhs, expr): unwraps a SysResult<T> or returns its errno.
 #define ASSIGN_OR_RETURN_ERRNO(lhs, expr) \
   ASSIGN_OR_RETURN_ERRNO_IMPL_(USENTRY_SYS_CONCAT_(_usentry_sr_, __LINE__), lhs, expr)
-#define ASSIGN_OR_RETURN_ERRNO_IMPL_(tmp, lhs, expr)                   \
-  auto tmp = (expr);                                                   \
-  if (!tmp.ok()) return ::usentry::Errno{tmp.error()};         \
+#define ASSIGN_OR_RETURN_ERRNO_IMPL_(tmp, lhs, expr)   \
+  auto tmp = (expr);                                   \
+  if (!tmp.ok()) return ::usentry::Errno{tmp.error()}; \
   lhs = std::move(tmp).value()
 
 #endif  // USENTRY_BASE_SYS_RESULT_H_

@@ -37,7 +37,8 @@ struct Attr {
   int64_t size = 0;
   int64_t blocks = 0;
   uint32_t blksize = 0;
-  struct timespec atime{}, mtime{}, ctime{};
+  struct timespec atime {
+  }, mtime{}, ctime{};
 };
 
 struct Node {
@@ -67,7 +68,8 @@ struct SetAttrRequest {
   uint32_t uid = 0;
   uint32_t gid = 0;
   int64_t size = 0;
-  struct timespec atime{}, mtime{};
+  struct timespec atime {
+  }, mtime{};
 };
 
 class Client {

@@ -126,7 +126,8 @@ int RunSentry(const SentryConfig& cfg) {
   auto kernel = std::make_unique<Kernel>(opts, std::move(platform).value(), std::move(mf).value(),
                                          std::move(vfs).value());
   Kernel& k = *kernel;
-  if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k, absl::MakeConstSpan(cfg.stdio_fds)); !s.ok()) return fail("/dev", s);
+  if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k, absl::MakeConstSpan(cfg.stdio_fds)); !s.ok())
+    return fail("/dev", s);
   if (absl::Status s = fsimpl::MountProcfs(k.vfs(), k); !s.ok()) return fail("/proc", s);
 
   int exit_code;

@@ -26,8 +26,8 @@ struct SentryConfig {
   std::string hostname = "usentry";
   uint32_t uid = 0;  // emulated identity of the first task
   uint32_t gid = 0;
-  int gofer_fd = -1;           // the sentry's end of the gofer socketpair
-  int stdio_fds[3] = {0, 1, 2};  // host FDs the app's 0/1/2 are bound to
+  int gofer_fd = -1;                        // the sentry's end of the gofer socketpair
+  int stdio_fds[3] = {0, 1, 2};             // host FDs the app's 0/1/2 are bound to
   uint64_t tmpfs_limit_bytes = 1ull << 30;  // writable layer cap
 };
 

@@ -33,7 +33,6 @@ Task* CurrentTask();
 // The /proc root for `kernel`. The kernel must outlive it.
 std::shared_ptr<vfs::Inode> NewProcfsRoot(Kernel& kernel);
 
-
 // Mounts procfs on the sandbox's /proc (which must exist), noexec.
 absl::Status MountProcfs(vfs::Vfs& vfs, Kernel& kernel);
 

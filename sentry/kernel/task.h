@@ -75,8 +75,8 @@ class Task {
   std::string comm;  // thread name (16 bytes max), from the exec'd file name
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0;
-  bool killed = false;   // SIGKILL'd or exit_group'ed: leave at the next chance
-  bool exiting = false;  // this thread is done (exit status recorded in the group)
+  bool killed = false;               // SIGKILL'd or exit_group'ed: leave at the next chance
+  bool exiting = false;              // this thread is done (exit status recorded in the group)
   std::unique_ptr<SignalState> sig;  // per-thread mask, pending, altstack
   std::unique_ptr<platform::Context> ctx;
   // Set by handlers that replace the register file (execve, rt_sigreturn): the

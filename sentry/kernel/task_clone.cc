@@ -20,8 +20,7 @@ namespace usentry::sentry {
 namespace {
 
 constexpr uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-                                     CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP |
-                                     CLONE_NEWTIME;
+                                     CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
 constexpr uint64_t kUserCs = 0x33;
 constexpr uint64_t kUserSs = 0x2b;
 

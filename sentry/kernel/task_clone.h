@@ -14,9 +14,9 @@ namespace usentry::sentry {
 class Task;
 
 struct CloneArgs {
-  uint64_t flags = 0;       // CLONE_* (without the exit signal)
+  uint64_t flags = 0;  // CLONE_* (without the exit signal)
   int exit_signal = SIGCHLD;
-  mm::GuestAddr stack;      // new stack pointer, or null to keep the parent's
+  mm::GuestAddr stack;       // new stack pointer, or null to keep the parent's
   mm::GuestAddr parent_tid;  // CLONE_PARENT_SETTID
   mm::GuestAddr child_tid;   // CLONE_CHILD_SETTID / CLONE_CHILD_CLEARTID
   uint64_t tls = 0;          // CLONE_SETTLS: new fs_base

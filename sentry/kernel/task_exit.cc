@@ -69,8 +69,8 @@ void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
     return;
   }
   const KSigAction& act = parent->handlers->actions[SIGCHLD];
-  bool autoreap = act.handler == reinterpret_cast<uint64_t>(SIG_IGN) ||
-                  (act.flags & SA_NOCLDWAIT) != 0;
+  bool autoreap =
+      act.handler == reinterpret_cast<uint64_t>(SIG_IGN) || (act.flags & SA_NOCLDWAIT) != 0;
   if (tg->exit_signal > 0) {
     siginfo_t info = ChildInfo(*tg);
     info.si_signo = tg->exit_signal;

@@ -40,8 +40,8 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
 
   // Exit: set when exit_group/fatal signal starts tearing the group down.
   bool exiting = false;
-  int exit_status = 0;   // wait(2) status word to report
-  bool zombie = false;   // every thread gone; waiting to be reaped
+  int exit_status = 0;  // wait(2) status word to report
+  bool zombie = false;  // every thread gone; waiting to be reaped
   bool reaped = false;
   // vfork: the parent sleeps until the child execs or exits.
   bool vfork_pending = false;

@@ -16,7 +16,7 @@ namespace usentry::sentry::loader {
 
 namespace {
 
-constexpr int kMaxScriptDepth = 4;  // Linux allows 4 levels of interpreter nesting
+constexpr int kMaxScriptDepth = 4;        // Linux allows 4 levels of interpreter nesting
 constexpr size_t kMaxArgBytes = 2 << 20;  // ARG_MAX-like bound on argv+envp
 
 using mm::GuestAddr;
@@ -35,9 +35,8 @@ struct OpenedElf {
 SysResult<size_t> ReadFully(vfs::FileDescription& f, void* buf, size_t n, int64_t off) {
   size_t done = 0;
   while (done < n) {
-    ASSIGN_OR_RETURN_ERRNO(size_t got,
-                           vfs::ReadAt(f, static_cast<uint8_t*>(buf) + done, n - done,
-                                       off + static_cast<int64_t>(done)));
+    ASSIGN_OR_RETURN_ERRNO(size_t got, vfs::ReadAt(f, static_cast<uint8_t*>(buf) + done, n - done,
+                                                   off + static_cast<int64_t>(done)));
     if (got == 0) break;
     done += got;
   }
@@ -86,9 +85,8 @@ SysStatus MapElf(mm::MemoryManager& mm, const OpenedElf& elf, uint64_t bias) {
     uint64_t file_bytes = seg.filesz + page_off;
     std::shared_ptr<vfs::FileDescription> file = elf.file;
     o.fill = [file, file_bytes](uint8_t* dst, uint64_t len, uint64_t off) -> SysStatus {
-      ASSIGN_OR_RETURN_ERRNO(size_t got,
-                             ReadFully(*file, dst, std::min(len, file_bytes),
-                                       static_cast<int64_t>(off)));
+      ASSIGN_OR_RETURN_ERRNO(
+          size_t got, ReadFully(*file, dst, std::min(len, file_bytes), static_cast<int64_t>(off)));
       (void)got;  // a short file leaves zeros, as a mapping past EOF would (SIGBUS aside)
       return SysOk();
     };
@@ -105,8 +103,7 @@ SysStatus MapElf(mm::MemoryManager& mm, const OpenedElf& elf, uint64_t bias) {
 }
 
 // Writes the initial stack: strings, AT_RANDOM bytes, auxv, envp, argv, argc.
-SysResult<uint64_t> BuildStack(mm::MemoryManager& mm,
-                               const std::vector<std::string>& argv,
+SysResult<uint64_t> BuildStack(mm::MemoryManager& mm, const std::vector<std::string>& argv,
                                const std::vector<std::string>& envp, const std::string& execfn,
                                std::vector<uint64_t> auxv) {
   ASSIGN_OR_RETURN_ERRNO(GuestAddr stack_lo, [&]() -> SysResult<GuestAddr> {
@@ -215,23 +212,39 @@ SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std
   const Credentials& c = task.creds();
   std::optional<uint64_t> phdr = main.info.PhdrAddress();
   std::vector<uint64_t> auxv = {
-      AT_HWCAP,  getauxval(AT_HWCAP),
-      AT_PAGESZ, kPageSize,
-      AT_CLKTCK, 100,
-      AT_PHDR,   phdr ? bias + *phdr : 0,
-      AT_PHENT,  kElfPhdrSize,
-      AT_PHNUM,  main.info.header.phnum,
-      AT_BASE,   interp_bias,
-      AT_FLAGS,  0,
-      AT_ENTRY,  bias + main.info.header.entry,
-      AT_UID,    c.ruid,
-      AT_EUID,   c.euid,
-      AT_GID,    c.rgid,
-      AT_EGID,   c.egid,
-      AT_SECURE, 0,
-      AT_HWCAP2, getauxval(AT_HWCAP2),
+      AT_HWCAP,
+      getauxval(AT_HWCAP),
+      AT_PAGESZ,
+      kPageSize,
+      AT_CLKTCK,
+      100,
+      AT_PHDR,
+      phdr ? bias + *phdr : 0,
+      AT_PHENT,
+      kElfPhdrSize,
+      AT_PHNUM,
+      main.info.header.phnum,
+      AT_BASE,
+      interp_bias,
+      AT_FLAGS,
+      0,
+      AT_ENTRY,
+      bias + main.info.header.entry,
+      AT_UID,
+      c.ruid,
+      AT_EUID,
+      c.euid,
+      AT_GID,
+      c.rgid,
+      AT_EGID,
+      c.egid,
+      AT_SECURE,
+      0,
+      AT_HWCAP2,
+      getauxval(AT_HWCAP2),
       // glibc sizes signal stacks from this; AVX-512 hosts need more than MINSIGSTKSZ.
-      AT_MINSIGSTKSZ, getauxval(AT_MINSIGSTKSZ),
+      AT_MINSIGSTKSZ,
+      getauxval(AT_MINSIGSTKSZ),
   };
   ASSIGN_OR_RETURN_ERRNO(uint64_t sp, BuildStack(*mm, argv, envp, path, std::move(auxv)));
 

@@ -26,8 +26,8 @@ absl::StatusOr<std::unique_ptr<MemoryFile>> MemoryFile::Create(uint64_t capacity
     return ErrnoStatus(absl::StrCat("ftruncate(memfd, ", capacity, ")"));
   }
   // NORESERVE: the file is sparse; pages exist only once the app touches them.
-  void* base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-                    fd.get(), 0);
+  void* base =
+      mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd.get(), 0);
   if (base == MAP_FAILED) return ErrnoStatus(absl::StrCat("mmap(memfd, ", capacity, ")"));
   return std::unique_ptr<MemoryFile>(
       new MemoryFile(std::move(fd), static_cast<uint8_t*>(base), capacity));

@@ -21,7 +21,8 @@ class MemoryFile;
 // reference goes away. Shared between VMAs after splits, forks of shared mappings, etc.
 class MemoryRange {
  public:
-  MemoryRange(MemoryFile* mf, uint64_t offset, uint64_t len) : mf_(mf), offset_(offset), len_(len) {}
+  MemoryRange(MemoryFile* mf, uint64_t offset, uint64_t len)
+      : mf_(mf), offset_(offset), len_(len) {}
   ~MemoryRange();
   MemoryRange(const MemoryRange&) = delete;
   MemoryRange& operator=(const MemoryRange&) = delete;

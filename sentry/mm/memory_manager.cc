@@ -6,7 +6,6 @@
 
 #include <cstring>
 
-
 namespace usentry::sentry::mm {
 
 namespace {

@@ -51,7 +51,7 @@ struct MMapOpts {
   int prot = 0;
   int flags = 0;  // MAP_* as the app passed them
   uint64_t file_off = 0;
-  FileFiller fill;            // empty for anonymous mappings
+  FileFiller fill;  // empty for anonymous mappings
   int max_prot = 7;
   std::string name;
   uint64_t dev = 0, ino = 0;
@@ -117,9 +117,9 @@ class MemoryManager {
 
   const std::map<uint64_t, Vma>& vmas() const { return vmas_; }  // keyed by start
   uint64_t brk() const { return brk_; }
-  std::string executable_path;  // for /proc/self/exe
+  std::string executable_path;                                      // for /proc/self/exe
   uint64_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;  // /proc cmdline/environ
-  std::vector<uint64_t> auxv;  // pairs, for /proc/self/auxv
+  std::vector<uint64_t> auxv;                                       // pairs, for /proc/self/auxv
 
  private:
   const Vma* FindVma(uint64_t addr) const;

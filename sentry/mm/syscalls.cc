@@ -108,8 +108,8 @@ SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
   uint64_t old_end = PageUp(brk_);
   uint64_t new_end = PageUp(addr);
   auto heap_it = vmas_.find(brk_base_);
-  Vma* heap = (heap_it != vmas_.end() && heap_it->second.name == "[heap]") ? &heap_it->second
-                                                                            : nullptr;
+  Vma* heap =
+      (heap_it != vmas_.end() && heap_it->second.name == "[heap]") ? &heap_it->second : nullptr;
   if (new_end > old_end) {
     if (!RangeFree(old_end, new_end)) return GuestAddr(brk_);
     uint64_t need = new_end - brk_base_;
@@ -157,8 +157,8 @@ SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
   return GuestAddr(brk_);
 }
 
-SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
-                                           uint64_t new_len, int flags, GuestAddr new_addr) {
+SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len, uint64_t new_len,
+                                           int flags, GuestAddr new_addr) {
   if (!old_addr.PageAligned()) return Errno{EINVAL};
   if (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP)) return Errno{EINVAL};
   if ((flags & MREMAP_FIXED) && !(flags & MREMAP_MAYMOVE)) return Errno{EINVAL};
@@ -231,7 +231,8 @@ SysStatus MemoryManager::MAdviseDontNeed(GuestAddr addr, uint64_t len) {
     uint64_t stop = std::min(end, v->end);
     // Private anonymous pages read as zero afterwards. Private file pages would be
     // re-read from the file on Linux; we keep their contents instead (never zero them).
-    if (!v->shared && !v->file_ref) mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
+    if (!v->shared && !v->file_ref)
+      mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
     a = stop;
   }
   return SysOk();

@@ -62,8 +62,8 @@ constexpr uint32_t kFpXstateMagic1 = 0x46505853;
 constexpr uint32_t kFpXstateMagic2 = 0x46505845;
 constexpr size_t kSwReservedOffset = 464;
 // EFLAGS bits a signal handler may change through the frame (Linux FIX_EFLAGS).
-constexpr uint64_t kFixEflags = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 |
-                                0x1 | 0x10000;
+constexpr uint64_t kFixEflags =
+    0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
 
 struct FpxSwBytes {
   uint32_t magic1;
@@ -110,8 +110,11 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
   if (sw.magic1 != kFpXstateMagic1) {
     uint64_t xstate_bv;
     memcpy(&xstate_bv, regs.fp + 512, sizeof(xstate_bv));
-    sw = FpxSwBytes{kFpXstateMagic1, static_cast<uint32_t>(fp_size + 4), xstate_bv | 3,
-                    static_cast<uint32_t>(fp_size), {}};
+    sw = FpxSwBytes{kFpXstateMagic1,
+                    static_cast<uint32_t>(fp_size + 4),
+                    xstate_bv | 3,
+                    static_cast<uint32_t>(fp_size),
+                    {}};
   }
   uint8_t fpbuf[platform::kFpStateSize + 4];
   memcpy(fpbuf, regs.fp, fp_size);
@@ -172,9 +175,8 @@ SysStatus SignalReturn(Task& t) {
     FpxSwBytes sw;
     RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate + kSwReservedOffset), &sw, sizeof(sw)));
     // A frame whose XSAVE size differs from the host's restores only the legacy area.
-    size_t size = (sw.magic1 == kFpXstateMagic1 && sw.xstate_size == regs.fp_size)
-                      ? regs.fp_size
-                      : 512;
+    size_t size =
+        (sw.magic1 == kFpXstateMagic1 && sw.xstate_size == regs.fp_size) ? regs.fp_size : 512;
     uint8_t buf[platform::kFpStateSize];
     RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate), buf, size));
     memcpy(regs.fp, buf, size);

@@ -100,8 +100,8 @@ SyscallResult SysGetrandom(Task& t, const SyscallArgs& a) {
   uint64_t len = std::min<uint64_t>(a.u64(1), 33554431);  // Linux caps one call at 32 MiB-1
   unsigned flags = a.u32(2);
   if (flags & ~(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE)) return Errno{EINVAL};
-  ASSIGN_OR_RETURN_ERRNO(std::vector<iovec> dst, t.mm().Translate(a.ptr(0), len,
-                                                                  mm::Access::kWrite));
+  ASSIGN_OR_RETURN_ERRNO(std::vector<iovec> dst,
+                         t.mm().Translate(a.ptr(0), len, mm::Access::kWrite));
   uint64_t done = 0;
   for (const iovec& v : dst) {
     size_t off = 0;

@@ -127,8 +127,7 @@ SyscallResult SysWait4(Task& t, const SyscallArgs& a) {
     return Errno{EINVAL};
   }
   if (pid == INT32_MIN) return Errno{ESRCH};
-  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z,
-                         WaitForZombie(t, pid, options & WNOHANG));
+  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z, WaitForZombie(t, pid, options & WNOHANG));
   if (!z) return 0;
   if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj<int32_t>(a.ptr(1), z->exit_status));
   if (!a.ptr(3).IsNull()) {
@@ -170,8 +169,7 @@ SyscallResult SysWaitid(Task& t, const SyscallArgs& a) {
     if (options & WNOHANG) return 0;
     return Errno{ECHILD};
   }
-  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z,
-                         WaitForZombie(t, pid, options & WNOHANG));
+  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z, WaitForZombie(t, pid, options & WNOHANG));
   siginfo_t info{};
   if (z) {
     info.si_signo = SIGCHLD;

@@ -128,8 +128,8 @@ SyscallResult SysTimes(Task& t, const SyscallArgs& a) {
     b.tms_cstime = ticks(tg.child_stime_us);
     RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), b));
   }
-  return static_cast<uint64_t>(
-      absl::ToInt64Milliseconds(absl::Now() - t.kernel().boot_time()) / 10);
+  return static_cast<uint64_t>(absl::ToInt64Milliseconds(absl::Now() - t.kernel().boot_time()) /
+                               10);
 }
 
 }  // namespace usentry::sentry

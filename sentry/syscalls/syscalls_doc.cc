@@ -48,7 +48,8 @@ std::string SyscallsMarkdown(absl::Span<const SyscallInfo> table) {
       "- **full**: behaves as Linux does for everything the sandbox can express.\n"
       "- **partial**: works for common uses; the note says what is missing.\n"
       "- **error**: deliberately fails with a fixed errno (policy); the note says which.\n"
-      "- **unimplemented**: returns ENOSYS; reported by name on stderr (once per run) with `--strace` or `--report-unsupported`.\n\n"
+      "- **unimplemented**: returns ENOSYS; reported by name on stderr (once per run) with "
+      "`--strace` or `--report-unsupported`.\n\n"
       "| Support | Syscalls |\n|---|---:|\n";
   for (Support level : kLevels) {
     size_t n = 0;
