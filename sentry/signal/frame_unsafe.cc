@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "abi/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -19,60 +20,16 @@ namespace usentry::sentry {
 
 namespace {
 
-struct SigContext {
-  uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
-  uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip;
-  uint64_t eflags;
-  uint16_t cs, gs, fs, ss;
-  uint64_t err, trapno, oldmask, cr2;
-  uint64_t fpstate;
-  uint64_t reserved1[8];
-};
-static_assert(sizeof(SigContext) == 256);
+using abi::FpxSwBytes;
+using abi::kFpXstateMagic1;
+using abi::kFpXstateMagic2;
+using abi::RtSigframe;
+using abi::SigContext;
 
-struct StackT {
-  uint64_t ss_sp;
-  int32_t ss_flags;
-  int32_t pad;
-  uint64_t ss_size;
-};
-static_assert(sizeof(StackT) == 24);
-
-struct UContext {
-  uint64_t uc_flags;
-  uint64_t uc_link;
-  StackT uc_stack;
-  SigContext uc_mcontext;
-  uint64_t uc_sigmask;
-};
-static_assert(sizeof(UContext) == 304);
-
-struct RtSigframe {
-  uint64_t pretcode;
-  UContext uc;
-  siginfo_t info;
-};
-static_assert(sizeof(RtSigframe) == 440);
-static_assert(offsetof(RtSigframe, info) == 312);
-
-constexpr uint64_t kUcFpXstate = 0x1;
-constexpr uint64_t kUcSigcontextSs = 0x2;
-constexpr uint64_t kUcStrictRestoreSs = 0x4;
-constexpr uint32_t kFpXstateMagic1 = 0x46505853;
-constexpr uint32_t kFpXstateMagic2 = 0x46505845;
-constexpr size_t kSwReservedOffset = 464;
+constexpr size_t kSwReservedOffset = offsetof(abi::FxsaveArea, sw_reserved);
 // EFLAGS bits a signal handler may change through the frame (Linux FIX_EFLAGS).
-constexpr uint64_t kFixEflags =
-    0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
-
-struct FpxSwBytes {
-  uint32_t magic1;
-  uint32_t extended_size;
-  uint64_t xfeatures;
-  uint32_t xstate_size;
-  uint32_t padding[7];
-};
-static_assert(sizeof(FpxSwBytes) == 48);
+constexpr uint64_t kFixEflags = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 |
+                                0x1 | 0x10000;
 
 bool OnAltStack(const stack_t& ss, uint64_t sp) {
   auto base = reinterpret_cast<uint64_t>(ss.ss_sp);
@@ -126,11 +83,11 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
   sp = (sp & ~uint64_t{15}) - 8;  // as after a `call`: (rsp + 8) % 16 == 0
   RtSigframe f{};
   f.pretcode = act.restorer;
-  f.uc.uc_flags = kUcFpXstate | kUcSigcontextSs | kUcStrictRestoreSs;
-  f.uc.uc_stack.ss_sp = reinterpret_cast<uint64_t>(ss.ss_sp);
-  f.uc.uc_stack.ss_flags = on_alt ? SS_ONSTACK : ss.ss_flags;
-  f.uc.uc_stack.ss_size = ss.ss_size;
-  SigContext& sc = f.uc.uc_mcontext;
+  f.uc.flags = abi::kUcFpXstate | abi::kUcSigcontextSs | abi::kUcStrictRestoreSs;
+  f.uc.stack.sp = reinterpret_cast<uint64_t>(ss.ss_sp);
+  f.uc.stack.flags = on_alt ? SS_ONSTACK : ss.ss_flags;
+  f.uc.stack.size = ss.ss_size;
+  SigContext& sc = f.uc.mcontext;
   sc.r8 = gp.r8, sc.r9 = gp.r9, sc.r10 = gp.r10, sc.r11 = gp.r11;
   sc.r12 = gp.r12, sc.r13 = gp.r13, sc.r14 = gp.r14, sc.r15 = gp.r15;
   sc.rdi = gp.rdi, sc.rsi = gp.rsi, sc.rbp = gp.rbp, sc.rbx = gp.rbx;
@@ -144,8 +101,9 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
     sc.trapno = 14;
   }
   sc.fpstate = fpstate;
-  f.uc.uc_sigmask = saved_mask;
-  f.info = info;
+  f.uc.sigmask = saved_mask;
+  static_assert(sizeof(f.info) == sizeof(info));
+  memcpy(&f.info, &info, sizeof(info));
   RETURN_IF_ERRNO(mm.CopyOut(mm::GuestAddr(sp), &f, sizeof(f)));
 
   gp.rdi = static_cast<uint64_t>(sig);
@@ -165,7 +123,7 @@ SysStatus SignalReturn(Task& t) {
   const uint64_t frame = gp.rsp - 8;  // the handler's `ret` popped pretcode
   RtSigframe f;
   RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(frame), &f, sizeof(f)));
-  const SigContext& sc = f.uc.uc_mcontext;
+  const SigContext& sc = f.uc.mcontext;
 
   if (sc.fpstate != 0) {
     if (!regs.fp_valid) {
@@ -190,13 +148,13 @@ SysStatus SignalReturn(Task& t) {
   gp.eflags = (gp.eflags & ~kFixEflags) | (sc.eflags & kFixEflags);
   gp.orig_rax = static_cast<uint64_t>(-1);  // not in a syscall: never restarted
 
-  t.sig->mask = f.uc.uc_sigmask & ~kUnblockable;
+  t.sig->mask = f.uc.sigmask & ~kUnblockable;
   // Restoring the alternate stack settings is best effort, as in Linux (errors ignored),
   // and refused while running on it.
-  if (!OnAltStack(t.sig->altstack, gp.rsp) && !(f.uc.uc_stack.ss_flags & ~SS_DISABLE)) {
-    t.sig->altstack.ss_sp = reinterpret_cast<void*>(f.uc.uc_stack.ss_sp);
-    t.sig->altstack.ss_size = f.uc.uc_stack.ss_size;
-    t.sig->altstack.ss_flags = f.uc.uc_stack.ss_flags;
+  if (!OnAltStack(t.sig->altstack, gp.rsp) && !(f.uc.stack.flags & ~SS_DISABLE)) {
+    t.sig->altstack.ss_sp = reinterpret_cast<void*>(f.uc.stack.sp);
+    t.sig->altstack.ss_size = f.uc.stack.size;
+    t.sig->altstack.ss_flags = f.uc.stack.flags;
   }
   t.regs_replaced = true;
   return SysOk();

@@ -26,33 +26,4 @@ void PendingSignals::Discard(int sig) {
   set_ &= ~SigBit(sig);
 }
 
-DefaultAction DefaultActionOf(int sig) {
-  switch (sig) {
-    case SIGCHLD:
-    case SIGURG:
-    case SIGWINCH:
-      return DefaultAction::kIgnore;
-    case SIGSTOP:
-    case SIGTSTP:
-    case SIGTTIN:
-    case SIGTTOU:
-      return DefaultAction::kStop;
-    case SIGCONT:
-      return DefaultAction::kContinue;
-    case SIGQUIT:
-    case SIGILL:
-    case SIGTRAP:
-    case SIGABRT:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGSEGV:
-    case SIGXCPU:
-    case SIGXFSZ:
-    case SIGSYS:
-      return DefaultAction::kCore;
-    default:
-      return DefaultAction::kTerminate;
-  }
-}
-
 }  // namespace usentry::sentry

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <deque>
 
+#include "abi/signal.h"
+
 namespace usentry::sentry {
 
 inline constexpr int kNumSignals = 64;
@@ -18,13 +20,7 @@ inline uint64_t SigBit(int sig) { return 1ull << (sig - 1); }
 inline constexpr uint64_t kUnblockable = (1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1));
 
 // rt_sigaction's kernel struct (x86-64).
-struct KSigAction {
-  uint64_t handler = 0;  // SIG_DFL (0), SIG_IGN (1) or an app address
-  uint64_t flags = 0;
-  uint64_t restorer = 0;
-  uint64_t mask = 0;
-};
-static_assert(sizeof(KSigAction) == 32);
+using KSigAction = abi::KernelSigaction;
 
 struct SignalHandlers {
   std::array<KSigAction, kNumSignals + 1> actions{};  // indexed by signal number
@@ -55,8 +51,8 @@ struct SignalState {
   uint64_t saved_mask = 0;
 };
 
-enum class DefaultAction { kTerminate, kCore, kIgnore, kStop, kContinue };
-DefaultAction DefaultActionOf(int sig);
+using DefaultAction = abi::SignalDefault;
+inline DefaultAction DefaultActionOf(int sig) { return abi::kSignalDefaults[sig]; }
 
 }  // namespace usentry::sentry
 
