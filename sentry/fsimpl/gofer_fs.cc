@@ -228,32 +228,7 @@ SysResult<size_t> GoferFileDescription::Write(Task*, absl::Span<const iovec> src
 }
 
 SysResult<int64_t> GoferFileDescription::Seek(int64_t offset, int whence) {
-  int64_t base;
-  switch (whence) {
-    case SEEK_SET:
-      base = 0;
-      break;
-    case SEEK_CUR:
-      base = offset_;
-      break;
-    case SEEK_END: {
-      ASSIGN_OR_RETURN_ERRNO(base, HostSize());
-      break;
-    }
-    case SEEK_DATA:
-    case SEEK_HOLE: {
-      // The whole file is reported as data (no hole information from the host).
-      ASSIGN_OR_RETURN_ERRNO(int64_t size, HostSize());
-      if (offset < 0 || offset >= size) return Errno{ENXIO};
-      offset_ = whence == SEEK_DATA ? offset : size;
-      return offset_;
-    }
-    default:
-      return Errno{EINVAL};
-  }
-  if ((offset > 0 && base > INT64_MAX - offset) || base + offset < 0) return Errno{EINVAL};
-  offset_ = base + offset;
-  return offset_;
+  return SeekWithSize(offset, whence, [this] { return HostSize(); });
 }
 
 SysResult<Attr> GoferFileDescription::Stat() {

@@ -164,23 +164,9 @@ SysResult<size_t> ProcSnapshotDescription::Read(Task*, absl::Span<const iovec> d
 }
 
 SysResult<int64_t> ProcSnapshotDescription::Seek(int64_t offset, int whence) {
-  int64_t base;
-  switch (whence) {
-    case SEEK_SET:
-      base = 0;
-      break;
-    case SEEK_CUR:
-      base = offset_;
-      break;
-    case SEEK_END:
-      base = static_cast<int64_t>(data_.size());
-      break;
-    default:
-      return Errno{EINVAL};
-  }
-  if (base + offset < 0) return Errno{EINVAL};
-  offset_ = base + offset;
-  return offset_;
+  return SeekWithSize(offset, whence, [this]() -> SysResult<int64_t> {
+    return static_cast<int64_t>(data_.size());
+  });
 }
 
 }  // namespace usentry::sentry::fsimpl

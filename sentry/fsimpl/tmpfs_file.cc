@@ -85,32 +85,7 @@ SysResult<size_t> TmpfsFileDescription::Write(Task*, absl::Span<const iovec> src
 }
 
 SysResult<int64_t> TmpfsFileDescription::Seek(int64_t offset, int whence) {
-  int64_t size = inode_->Size().value();
-  int64_t base;
-  switch (whence) {
-    case SEEK_SET:
-      base = 0;
-      break;
-    case SEEK_CUR:
-      base = offset_;
-      break;
-    case SEEK_END:
-      base = size;
-      break;
-    case SEEK_DATA:
-      if (offset < 0 || offset >= size) return Errno{ENXIO};
-      offset_ = offset;
-      return offset_;
-    case SEEK_HOLE:
-      if (offset < 0 || offset >= size) return Errno{ENXIO};
-      offset_ = size;
-      return offset_;
-    default:
-      return Errno{EINVAL};
-  }
-  if ((offset > 0 && base > INT64_MAX - offset) || base + offset < 0) return Errno{EINVAL};
-  offset_ = base + offset;
-  return offset_;
+  return SeekWithSize(offset, whence, [this] { return inode_->Size(); });
 }
 
 SysStatus TmpfsFileDescription::Truncate(int64_t size) {

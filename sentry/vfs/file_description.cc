@@ -7,6 +7,8 @@
 
 #include <climits>
 
+#include "sentry/vfs/vfs.h"
+
 namespace usentry::sentry::vfs {
 
 FileDescription::FileDescription(Path path, int flags)
@@ -146,25 +148,38 @@ SysStatus ConfigureCopyMMap(FileDescription& file, mm::MMapOpts& opts, mm::FileF
   return SysOk();
 }
 
-std::string AbsolutePathOf(const Path& p) {
-  if (!p.valid()) return "";
-  std::vector<const std::string*> parts;
-  Path cur = p;
-  while (true) {
-    if (cur.dentry == cur.mount->root()) {
-      if (!cur.mount->parent()) break;
-      cur = Path{cur.mount->parent(), cur.mount->mountpoint()};
-      continue;
+SysResult<int64_t> FileDescription::SeekWithSize(int64_t offset, int whence,
+                                                 absl::FunctionRef<SysResult<int64_t>()> size) {
+  int64_t base;
+  switch (whence) {
+    case SEEK_SET:
+      base = 0;
+      break;
+    case SEEK_CUR:
+      base = offset_;
+      break;
+    case SEEK_END: {
+      ASSIGN_OR_RETURN_ERRNO(base, size());
+      break;
     }
-    if (!cur.dentry->parent()) break;
-    parts.push_back(&cur.dentry->name());
-    cur.dentry = cur.dentry->parent();
+    case SEEK_DATA:
+    case SEEK_HOLE: {
+      ASSIGN_OR_RETURN_ERRNO(int64_t end, size());
+      if (offset < 0 || offset >= end) return Errno{ENXIO};
+      offset_ = whence == SEEK_DATA ? offset : end;
+      return offset_;
+    }
+    default:
+      return Errno{EINVAL};
   }
-  std::string out;
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += "/" + **it;
-  if (out.empty()) out = "/";
-  if (p.dentry->dead()) out += " (deleted)";
-  return out;
+  if ((offset > 0 && base > INT64_MAX - offset) || base + offset < 0) return Errno{EINVAL};
+  offset_ = base + offset;
+  return offset_;
+}
+
+std::string AbsolutePathOf(const Path& p) {
+  // Walking up to an invalid Path never stops early: the path from the real root.
+  return Vfs::PathOf(p, Path{});
 }
 
 }  // namespace usentry::sentry::vfs

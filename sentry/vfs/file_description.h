@@ -99,6 +99,12 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
   virtual std::string AnonName() const { return "anon_inode:[unknown]"; }
 
  protected:
+  // lseek for files with a size: SEEK_SET/CUR/END and SEEK_DATA/SEEK_HOLE treating the
+  // whole file as data (no holes are tracked). Updates offset_. `size` is asked only
+  // when the whence needs it (it may cost a host fstat).
+  SysResult<int64_t> SeekWithSize(int64_t offset, int whence,
+                                  absl::FunctionRef<SysResult<int64_t>()> size);
+
   Path path_;
   int flags_;
   int64_t offset_ = 0;

@@ -195,7 +195,7 @@ SysResult<ParentAndName> Vfs::ResolveParent(const ResolveContext& ctx, std::stri
   return out;
 }
 
-std::string Vfs::PathOf(const Path& p, const Path& root) const {
+std::string Vfs::PathOf(const Path& p, const Path& root) {
   if (!p.valid()) return "";
   std::vector<const std::string*> parts;
   Path cur = p;

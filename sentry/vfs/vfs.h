@@ -111,7 +111,7 @@ class Vfs {
 
   // Sandbox path of `p` as seen from `root` ("/" for root itself); paths outside
   // `root` are shown from the real root; unlinked ones get " (deleted)".
-  std::string PathOf(const Path& p, const Path& root) const;
+  static std::string PathOf(const Path& p, const Path& root);
   std::string PathOf(const Path& p) const { return PathOf(p, root()); }
 
  private:
