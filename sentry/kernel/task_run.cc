@@ -89,9 +89,10 @@ int HandleSyscall(Task& t) {
   const bool strace = t.kernel().options().strace;
   auto read_mem = [&t](uint64_t addr, size_t max) { return ReadAppBytes(t, addr, max); };
 
-  if (strace && info && NoReturn(args.nr)) {
-    StracePrint(t, FormatSyscallEntry(*info, args.a, read_mem) + " ...");
-  }
+  // Calls that may not return (execve, exit, rt_sigreturn) are formatted before they run:
+  // afterwards their argument memory may be gone.
+  std::string entry;
+  if (strace && info && NoReturn(args.nr)) entry = FormatSyscallEntry(*info, args.a, read_mem);
   t.regs_replaced = false;
   SyscallResult r = Errno{ENOSYS};
   if (info && info->handler) {
@@ -99,15 +100,21 @@ int HandleSyscall(Task& t) {
   } else {
     t.kernel().NoteUnsupported(args.nr);
   }
-  if (t.regs_replaced) return 0;
   int64_t raw = r.ok() ? static_cast<int64_t>(r.value()) : -static_cast<int64_t>(r.error());
   if (strace) {
-    if (info) {
+    if (!entry.empty() && (t.regs_replaced || t.killed || t.thread_group().exiting)) {
+      // execve succeeded (0), rt_sigreturn restored rax, exit/exit_group never return (?).
+      std::string result = !t.regs_replaced ? "?"
+                           : args.nr == 15  ? absl::StrCat(static_cast<int64_t>(gp.rax))
+                                            : "0";
+      StracePrint(t, absl::StrCat(entry, " = ", result));
+    } else if (info) {
       StracePrint(t, FormatSyscallExit(*info, args.a, raw, read_mem));
     } else {
       StracePrint(t, absl::StrCat("syscall_", args.nr, "(...) = ", raw));
     }
   }
+  if (t.regs_replaced) return 0;
   gp.rax = static_cast<uint64_t>(raw);
   return (!r.ok() && IsRestartErrno(r.error())) ? r.error() : 0;
 }
