@@ -184,7 +184,9 @@ int RunSentry(const SentryConfig& cfg) {
     }
   }
   fsimpl::ShutdownHostFiles(k);
-  kernel.reset();
+  // The kernel is deliberately not destroyed: the sentry process exits right after this
+  // returns, and a detached task thread may still be leaving its final Mutex::Unlock.
+  (void)kernel.release();
   return exit_code;
 }
 
