@@ -10,6 +10,7 @@
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -27,9 +28,15 @@ namespace {
 constexpr char kRelease[] = "6.1.0";
 constexpr char kVersion[] = "#1 SMP usentry";
 
+// The sentry's own CPU affinity. Not std::thread::hardware_concurrency: glibc's
+// get_nprocs reads /sys/devices/system/cpu/online, and an open kills the confined
+// sentry (seccomp), while sched_getaffinity is on its allowlist.
 int NumCpus() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  const int n = CPU_COUNT(&set);
+  return n > 0 ? n : 1;
 }
 
 void CopyField(char* dst, size_t size, const std::string& s) {
@@ -173,10 +180,16 @@ SyscallResult SysSchedGetaffinity(Task& t, const SyscallArgs& a) {
   if (size < sizeof(uint64_t) || (size % sizeof(uint64_t)) != 0) return Errno{EINVAL};
   int32_t pid = a.i32(0);
   if (pid != 0 && !t.kernel().FindTask(pid)) return Errno{ESRCH};
-  std::vector<uint8_t> mask(size, 0);
-  for (int i = 0; i < NumCpus() && i < static_cast<int>(size * 8); i++) mask[i / 8] |= 1 << (i % 8);
-  RETURN_IF_ERRNO(t.mm().CopyOut(a.ptr(2), mask.data(), size));
-  return size;
+  // As Linux does: the mask has whole words for the CPUs that exist, that much is copied
+  // and returned. `size` comes from the app and must never size an allocation (a huge
+  // one was a std::bad_alloc that crashed the sentry).
+  const uint64_t cpus = static_cast<uint64_t>(NumCpus());
+  if (size < (cpus + 7) / 8) return Errno{EINVAL};
+  const uint64_t mask_size = std::min<uint64_t>(size, (cpus + 63) / 64 * sizeof(uint64_t));
+  std::vector<uint8_t> mask(mask_size, 0);
+  for (uint64_t i = 0; i < cpus && i / 8 < mask_size; i++) mask[i / 8] |= 1 << (i % 8);
+  RETURN_IF_ERRNO(t.mm().CopyOut(a.ptr(2), mask.data(), mask_size));
+  return mask_size;
 }
 
 SyscallResult SysSchedSetaffinity(Task& t, const SyscallArgs& a) {
