@@ -40,6 +40,8 @@ constexpr int kUnconditional[] = {
     SCMP_SYS(fsync),
     SCMP_SYS(fdatasync),
     SCMP_SYS(fallocate),
+    // fork/brk/mremap copy app pages between memory-file ranges in the kernel.
+    SCMP_SYS(copy_file_range),
     SCMP_SYS(dup),
     SCMP_SYS(dup3),
     SCMP_SYS(fcntl),

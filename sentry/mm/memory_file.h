@@ -60,6 +60,8 @@ class MemoryFile {
   friend class MemoryRange;
   MemoryFile(UniqueFd fd, uint8_t* base, uint64_t capacity);
   void Free(uint64_t offset, uint64_t len);
+  // Copies [src, src+len) to [dst, dst+len) of the file; the ranges must not overlap.
+  void CopyData(uint64_t src, uint64_t dst, uint64_t len);
 
   UniqueFd fd_;
   uint8_t* base_;
