@@ -263,7 +263,8 @@ SysStatus GoferFileDescription::Sync() {
 
 SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
   std::shared_ptr<UniqueFd> fd = fd_;
-  mm::FileFiller fill = [fd](uint8_t* dst, uint64_t len, uint64_t file_off) -> SysStatus {
+  mm::FileFiller fill = [fd](uint8_t* dst, uint64_t len, uint64_t file_off) -> SysResult<uint64_t> {
+    uint64_t done = 0;
     while (len > 0) {
       ssize_t r = pread(fd->get(), dst, len, static_cast<off_t>(file_off));
       if (r < 0 && errno == EINTR) continue;
@@ -272,8 +273,9 @@ SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
       dst += r;
       len -= r;
       file_off += r;
+      done += r;
     }
-    return SysOk();
+    return done;
   };
   return vfs::ConfigureCopyMMap(*this, opts, std::move(fill), fd_);
 }

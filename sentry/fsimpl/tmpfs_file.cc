@@ -95,11 +95,12 @@ SysStatus TmpfsFileDescription::Truncate(int64_t size) {
 
 SysStatus TmpfsFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
   std::shared_ptr<TmpfsInode> inode = inode_;
-  mm::FileFiller fill = [inode](uint8_t* dst, uint64_t len, uint64_t file_off) -> SysStatus {
+  mm::FileFiller fill = [inode](uint8_t* dst, uint64_t len,
+                                uint64_t file_off) -> SysResult<uint64_t> {
     iovec v{dst, len};
     SysResult<size_t> r = inode->ReadData(absl::MakeConstSpan(&v, 1), file_off);
     if (!r.ok()) return Errno{r.error()};
-    return SysOk();
+    return static_cast<uint64_t>(*r);
   };
   return vfs::ConfigureCopyMMap(*this, opts, std::move(fill), inode_);
 }

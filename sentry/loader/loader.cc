@@ -84,11 +84,16 @@ SysStatus MapElf(mm::MemoryManager& mm, const OpenedElf& elf, uint64_t bias) {
     // Only filesz bytes come from the file: the rest of the mapping is bss (zero).
     uint64_t file_bytes = seg.filesz + page_off;
     std::shared_ptr<vfs::FileDescription> file = elf.file;
-    o.fill = [file, file_bytes](uint8_t* dst, uint64_t len, uint64_t off) -> SysStatus {
-      ASSIGN_OR_RETURN_ERRNO(
-          size_t got, ReadFully(*file, dst, std::min(len, file_bytes), static_cast<int64_t>(off)));
-      (void)got;  // a short file leaves zeros, as a mapping past EOF would (SIGBUS aside)
-      return SysOk();
+    // The filler may be called in pieces; `off` is an offset in the file.
+    const uint64_t seg_file_off = o.file_off;
+    o.fill = [file, file_bytes, seg_file_off](uint8_t* dst, uint64_t len,
+                                              uint64_t off) -> SysResult<uint64_t> {
+      const uint64_t rel = off - seg_file_off;
+      if (rel >= file_bytes) return uint64_t{0};
+      // A short file leaves zeros, as a mapping past EOF would (SIGBUS aside).
+      ASSIGN_OR_RETURN_ERRNO(size_t got, ReadFully(*file, dst, std::min(len, file_bytes - rel),
+                                                   static_cast<int64_t>(off)));
+      return static_cast<uint64_t>(got);
     };
     o.name = elf.path;
     if (attr.ok()) {

@@ -29,6 +29,7 @@ class MemoryRange {
   uint64_t offset() const { return offset_; }
   uint64_t len() const { return len_; }
   uint8_t* data() const;
+  MemoryFile* file() const { return mf_; }
 
  private:
   MemoryFile* mf_;

@@ -41,9 +41,12 @@ struct Vma {
   std::shared_ptr<void> file_ref;  // keeps the mapped file alive, opaque to mm
 };
 
-// Fills `len` bytes at `dst` with file contents starting at `file_off`. Bytes past EOF
-// must be left zero. Used for private (and, for now, shared) file mappings.
-using FileFiller = std::function<SysStatus(uint8_t* dst, uint64_t len, uint64_t file_off)>;
+// Fills up to `len` bytes at `dst` with file contents starting at `file_off` and
+// returns how many it wrote: fewer than `len` only at the end of the file (the rest of
+// the mapping is zero). MMap calls it for consecutive pieces of the mapping, each with
+// its own file offset. Used for private (and, for now, shared) file mappings.
+using FileFiller =
+    std::function<SysResult<uint64_t>(uint8_t* dst, uint64_t len, uint64_t file_off)>;
 
 struct MMapOpts {
   GuestAddr addr;
