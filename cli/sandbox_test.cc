@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -171,18 +172,28 @@ class SignalForwardingTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // The thread runs while RunSandbox clones (which, unlike fork(), does not reset
-  // malloc's locks in the child): it must not allocate, or a child could inherit a
-  // held lock and hang. Raw syscalls only.
-  std::thread SignalWhenReady(int count) {
+  // RunSandbox requires a single-threaded caller (a clone()d child of a multi-threaded
+  // process can inherit locks held by threads that do not exist in it, and hang), so
+  // the signals come from a helper process, not a thread: it waits for the sentry's
+  // ready file, then signals the test process `count` times.
+  pid_t SignalWhenReady(int count) {
     const char* ready = ready_.c_str();
-    return std::thread([ready, count] {
+    pid_t test = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
       for (int i = 0; i < 600 && access(ready, F_OK) != 0; ++i) usleep(50000);
       for (int i = 0; i < count; ++i) {
-        kill(getpid(), SIGTERM);
+        kill(test, SIGTERM);
         usleep(100000);
       }
-    });
+      _exit(0);
+    }
+    return pid;
+  }
+  static void Join(pid_t pid) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
 
   std::string dir_, ready_;
@@ -191,29 +202,31 @@ class SignalForwardingTest : public ::testing::Test {
 volatile sig_atomic_t g_got = 0;
 
 TEST_F(SignalForwardingTest, FirstSignalReachesTheSentry) {
-  std::thread t = SignalWhenReady(1);
+  pid_t signaler = SignalWhenReady(1);
   std::string ready = ready_;
   absl::StatusOr<SandboxResult> r = RunSandbox({}, EchoGofer, [ready](const SentryProcess&) {
     signal(SIGTERM, [](int sig) { g_got = sig; });
-    std::ofstream(ready) << "x";
+    // Raw calls only: this child is a clone() of a multi-threaded process, so malloc's
+    // locks may be held by a thread that no longer exists here.
+    close(open(ready.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
     for (int i = 0; i < 300 && g_got == 0; ++i) usleep(20000);
     return g_got == SIGTERM ? 33 : 34;
   });
-  t.join();
+  Join(signaler);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 33);
 }
 
 TEST_F(SignalForwardingTest, SecondSignalKillsTheSentry) {
-  std::thread t = SignalWhenReady(2);
+  pid_t signaler = SignalWhenReady(2);
   std::string ready = ready_;
   absl::StatusOr<SandboxResult> r = RunSandbox({}, EchoGofer, [ready](const SentryProcess&) {
     signal(SIGTERM, [](int) {});  // a sentry that does not stop
-    std::ofstream(ready) << "x";
+    close(open(ready.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
     for (int i = 0; i < 300; ++i) usleep(20000);
     return 0;
   });
-  t.join();
+  Join(signaler);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 125);  // "sentry crashed (signal 9)"
 }

@@ -3,11 +3,15 @@
 #include "sentry/sentry_main.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "abi/errno.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +27,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/signal/deliver.h"
 #include "sentry/syscalls/strace.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/fs_context.h"
@@ -88,6 +93,56 @@ void StraceInitialExec(const SentryConfig& cfg, int32_t pid, int err) {
           QuoteString(cfg.argv[0]).c_str(), args.c_str(), cfg.envp.size(), result.c_str());
 }
 
+// SIGINT/SIGTERM/SIGHUP reach the sentry from the CLI (the user's ^C or a supervisor).
+// They are passed on to every app process, as a terminal delivers ^C to its job; an app
+// that ignores them is SIGKILLed by the CLI on the next signal. Every sentry thread
+// blocks them except one forwarder, whose handler wakes it through an eventfd (the
+// handler itself may not take the kernel lock).
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+std::atomic<int> g_forward_signal{0};
+int g_forward_eventfd = -1;
+
+void OnForwardedSignal(int sig) {
+  g_forward_signal.store(sig);
+  uint64_t one = 1;
+  (void)!write(g_forward_eventfd, &one, sizeof(one));
+}
+
+sigset_t ForwardedSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwardedSignals) sigaddset(&set, sig);
+  return set;
+}
+
+// Call before any other thread exists: threads inherit the blocked set.
+void StartSignalForwarder(Kernel& k) {
+  g_forward_eventfd = eventfd(0, EFD_CLOEXEC);
+  if (g_forward_eventfd < 0) return;  // then signals keep their default effect
+  sigset_t set = ForwardedSignalSet();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([&k, set] {
+    struct sigaction sa = {};
+    sa.sa_handler = OnForwardedSignal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : kForwardedSignals) sigaction(sig, &sa, nullptr);
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    while (true) {
+      uint64_t n;
+      if (read(g_forward_eventfd, &n, sizeof(n)) != sizeof(n)) continue;
+      siginfo_t info{};
+      info.si_signo = g_forward_signal.exchange(0);
+      info.si_code = SI_KERNEL;  // from outside the sandbox, like a terminal's ^C
+      if (info.si_signo == 0) continue;
+      absl::MutexLock lock(&k.mu);
+      for (auto& tg : k.ThreadGroups()) {
+        if (!tg->zombie) SendGroupSignal(*tg, info);
+      }
+    }
+  }).detach();
+}
+
 int ExitCodeOf(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   return 128 + WTERMSIG(wait_status);
@@ -126,6 +181,7 @@ int RunSentry(const SentryConfig& cfg) {
   auto kernel = std::make_unique<Kernel>(opts, std::move(platform).value(), std::move(mf).value(),
                                          std::move(vfs).value());
   Kernel& k = *kernel;
+  StartSignalForwarder(k);
   if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k, absl::MakeConstSpan(cfg.stdio_fds)); !s.ok())
     return fail("/dev", s);
   if (absl::Status s = fsimpl::MountProcfs(k.vfs(), k); !s.ok()) return fail("/proc", s);
