@@ -28,8 +28,8 @@ using abi::SigContext;
 
 constexpr size_t kSwReservedOffset = offsetof(abi::FxsaveArea, sw_reserved);
 // EFLAGS bits a signal handler may change through the frame (Linux FIX_EFLAGS).
-constexpr uint64_t kFixEflags = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 |
-                                0x1 | 0x10000;
+constexpr uint64_t kFixEflags =
+    0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
 
 bool OnAltStack(const stack_t& ss, uint64_t sp) {
   auto base = reinterpret_cast<uint64_t>(ss.ss_sp);
