@@ -21,6 +21,7 @@
 #include "sentry/fsimpl/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/test_kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
@@ -34,46 +35,27 @@ namespace {
 class HostFileKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    tk_ = std::make_unique<TestKernel>();
+    k_ = &tk_->kernel();
+    task_ = &tk_->task();
+    tg_ = &tk_->thread_group();
+    mem_ = tk_->mem();
     master_ = posix_openpt(O_RDWR | O_NOCTTY);
     ASSERT_GE(master_, 0);
     ASSERT_EQ(grantpt(master_), 0);
     ASSERT_EQ(unlockpt(master_), 0);
     slave_ = open(ptsname(master_), O_RDWR | O_NOCTTY);
     ASSERT_GE(slave_, 0);
-    auto mf = mm::MemoryFile::Create(64 << 20);
-    ASSERT_TRUE(mf.ok());
-    auto tfs = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(1 << 26));
-    auto root = tfs->NewRoot(0755, 0, 0);
-    k_ = std::make_unique<Kernel>(KernelOptions{}, nullptr, std::move(mf).value(),
-                                  std::make_unique<vfs::Vfs>(tfs, root));
     absl::MutexLock l(&k_->mu);
     ctx_.creds = &creds_;
     ctx_.root = ctx_.start = k_->vfs().root();
     ASSERT_TRUE(k_->vfs().Mkdir(ctx_, "/dev", 0755).ok());
     const int stdio[] = {slave_};
     ASSERT_TRUE(MountDevfs(k_->vfs(), *k_, stdio).ok());
-    tg_ = std::make_shared<ThreadGroup>(k_->AllocatePid());
-    tg_->pgid = tg_->sid = tg_->pid();
-    task_ = std::make_unique<Task>(k_.get(), tg_, tg_->pid());
-    task_->set_mm(std::make_shared<mm::MemoryManager>(&k_->memory_file(), 1ull << 40));
-    task_->set_fds(std::make_shared<vfs::FdTable>());
-    task_->set_fs(std::make_shared<vfs::FsContext>(k_->vfs().root(), k_->vfs().root()));
-    tg_->tasks.push_back(task_.get());
-    k_->RegisterThreadGroup(tg_);
-    k_->RegisterTask(task_.get());
-    mm::MMapOpts o;
-    o.len = 1 << 16;
-    o.prot = PROT_READ | PROT_WRITE;
-    o.flags = MAP_PRIVATE | MAP_ANONYMOUS;
-    mem_ = task_->mm().MMap(o).value();
   }
   void TearDown() override {
-    {
-      absl::MutexLock l(&k_->mu);
-      task_->fds().Clear();
-      k_->UnregisterTask(task_.get());
-    }
-    ShutdownHostFiles(*k_);
+    ShutdownHostFiles(*k_);  // host files still open keep the stopped poller alive
+    tk_.reset();
     close(master_);
     close(slave_);
   }
@@ -84,9 +66,10 @@ class HostFileKernelTest : public ::testing::Test {
   int master_ = -1, slave_ = -1;
   Credentials creds_;
   vfs::ResolveContext ctx_;
-  std::unique_ptr<Kernel> k_;
-  std::shared_ptr<ThreadGroup> tg_;
-  std::unique_ptr<Task> task_;
+  std::unique_ptr<TestKernel> tk_;
+  Kernel* k_ = nullptr;
+  ThreadGroup* tg_ = nullptr;
+  Task* task_ = nullptr;
   mm::GuestAddr mem_;
 };
 
@@ -162,9 +145,9 @@ TEST_F(HostFileKernelTest, TaskSleepsUntilThePollerSeesData) {
     auto f = NewHostFile(*k_, p[0], O_RDONLY);
     char buf[8];
     iovec v{buf, sizeof(buf)};
-    EXPECT_EQ(f->Read(task_.get(), absl::MakeConstSpan(&v, 1), -1).error(), EAGAIN);
+    EXPECT_EQ(f->Read(task_, absl::MakeConstSpan(&v, 1), -1).error(), EAGAIN);
     // What the VFS's blocking read does: wait on the queue, retry on wake-up.
-    Waiter w(task_.get());
+    Waiter w(task_);
     ScopedWait sw(*f->wait_queue(), w, POLLIN | POLLHUP | POLLERR);
     std::thread writer([&] {
       absl::SleepFor(absl::Milliseconds(50));
@@ -175,7 +158,7 @@ TEST_F(HostFileKernelTest, TaskSleepsUntilThePollerSeesData) {
     writer.join();
     k_->mu.Lock();
     ASSERT_TRUE(st.ok()) << st.error();
-    auto n = f->Read(task_.get(), absl::MakeConstSpan(&v, 1), -1);
+    auto n = f->Read(task_, absl::MakeConstSpan(&v, 1), -1);
     ASSERT_TRUE(n.ok());
     EXPECT_EQ(std::string(buf, n.value()), "hi");
   }
@@ -191,7 +174,7 @@ TEST_F(HostFileKernelTest, WriteToClosedHostPipeIsEpipeAndSigpipe) {
     absl::MutexLock l(&k_->mu);
     auto f = NewHostFile(*k_, p[1], O_WRONLY);
     iovec v{const_cast<char*>("x"), 1};
-    EXPECT_EQ(f->Write(task_.get(), absl::MakeConstSpan(&v, 1), -1).error(), EPIPE);
+    EXPECT_EQ(f->Write(task_, absl::MakeConstSpan(&v, 1), -1).error(), EPIPE);
     EXPECT_TRUE(task_->sig->pending.Has(SIGPIPE));
   }
   close(p[1]);

@@ -15,6 +15,7 @@
 #include "sentry/fsimpl/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/test_kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
@@ -28,12 +29,12 @@ namespace {
 class ProcfsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto mf = mm::MemoryFile::Create(64 << 20);
-    ASSERT_TRUE(mf.ok());
-    auto tfs = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(1 << 26));
-    auto root = tfs->NewRoot(0755, 0, 0);
-    k_ = std::make_unique<Kernel>(KernelOptions{}, nullptr, std::move(mf).value(),
-                                  std::make_unique<vfs::Vfs>(tfs, root));
+    tk_ = std::make_unique<TestKernel>("[heap]");
+    k_ = &tk_->kernel();
+    task_ = &tk_->task();
+    tg_ = &tk_->thread_group();
+    mem_ = tk_->mem();
+    task_->comm = "prog";
     absl::MutexLock l(&k_->mu);
     ctx_.creds = &creds_;
     ctx_.root = ctx_.start = k_->vfs().root();
@@ -42,30 +43,13 @@ class ProcfsTest : public ::testing::Test {
     ASSERT_TRUE(k_->vfs().Mkdir(ctx_, "/work", 0755).ok());
     ASSERT_TRUE(MountProcfs(k_->vfs(), *k_).ok());
     ASSERT_TRUE(MountDevfs(k_->vfs(), *k_).ok());
-    tg_ = std::make_shared<ThreadGroup>(k_->AllocatePid());
-    tg_->pgid = tg_->sid = tg_->pid();
-    task_ = std::make_unique<Task>(k_.get(), tg_, tg_->pid());
-    task_->comm = "prog";
-    task_->set_mm(std::make_shared<mm::MemoryManager>(&k_->memory_file(), 1ull << 40));
-    task_->set_fds(std::make_shared<vfs::FdTable>());
     auto cwd = k_->vfs().Resolve(ctx_, "/work", true);
     task_->set_fs(std::make_shared<vfs::FsContext>(k_->vfs().root(), cwd.value()));
-    tg_->tasks.push_back(task_.get());
-    k_->RegisterThreadGroup(tg_);
-    k_->RegisterTask(task_.get());
-    mm::MMapOpts o;
-    o.len = 1 << 16;
-    o.prot = PROT_READ | PROT_WRITE;
-    o.flags = MAP_PRIVATE | MAP_ANONYMOUS;
-    o.name = "[heap]";
-    mem_ = task_->mm().MMap(o).value();
-    SetCurrentTask(task_.get());
+    SetCurrentTask(task_);
   }
   void TearDown() override {
     SetCurrentTask(nullptr);
-    absl::MutexLock l(&k_->mu);
-    task_->fds().Clear();
-    k_->UnregisterTask(task_.get());
+    tk_.reset();
   }
 
   SysResult<std::string> ReadFile(const std::string& path) {
@@ -83,9 +67,10 @@ class ProcfsTest : public ::testing::Test {
 
   Credentials creds_;
   vfs::ResolveContext ctx_;
-  std::unique_ptr<Kernel> k_;
-  std::shared_ptr<ThreadGroup> tg_;
-  std::unique_ptr<Task> task_;
+  std::unique_ptr<TestKernel> tk_;
+  Kernel* k_ = nullptr;
+  ThreadGroup* tg_ = nullptr;
+  Task* task_ = nullptr;
   mm::GuestAddr mem_;
 };
 

@@ -22,6 +22,7 @@
 #include "sentry/fsimpl/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/test_kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
@@ -37,36 +38,13 @@ namespace {
 class PollTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto mf = mm::MemoryFile::Create(64 << 20);
-    ASSERT_TRUE(mf.ok());
-    auto tfs =
-        std::make_shared<fsimpl::TmpfsFilesystem>(std::make_shared<fsimpl::ByteBudget>(1 << 26));
-    auto root = tfs->NewRoot(0755, 0, 0);
-    k_ = std::make_unique<Kernel>(KernelOptions{}, nullptr, std::move(mf).value(),
-                                  std::make_unique<vfs::Vfs>(tfs, root));
-    absl::MutexLock l(&k_->mu);
-    tg_ = std::make_shared<ThreadGroup>(k_->AllocatePid());
-    tg_->pgid = tg_->sid = tg_->pid();
-    task_ = std::make_unique<Task>(k_.get(), tg_, tg_->pid());
-    task_->set_mm(std::make_shared<mm::MemoryManager>(&k_->memory_file(), 1ull << 40));
-    task_->set_fds(std::make_shared<vfs::FdTable>());
-    task_->set_fs(std::make_shared<vfs::FsContext>(k_->vfs().root(), k_->vfs().root()));
-    tg_->tasks.push_back(task_.get());
-    k_->RegisterThreadGroup(tg_);
-    k_->RegisterTask(task_.get());
-    mm::MMapOpts o;
-    o.len = 1 << 16;
-    o.prot = PROT_READ | PROT_WRITE;
-    o.flags = MAP_PRIVATE | MAP_ANONYMOUS;
-    auto a = task_->mm().MMap(o);
-    ASSERT_TRUE(a.ok());
-    mem_ = a.value();
+    tk_ = std::make_unique<TestKernel>();
+    k_ = &tk_->kernel();
+    task_ = &tk_->task();
+    tg_ = &tk_->thread_group();
+    mem_ = tk_->mem();
   }
-  void TearDown() override {
-    absl::MutexLock l(&k_->mu);
-    task_->fds().Clear();
-    k_->UnregisterTask(task_.get());
-  }
+  void TearDown() override { tk_.reset(); }
 
   SyscallResult Call(SyscallHandler h, std::initializer_list<uint64_t> a) {
     SyscallArgs args;
@@ -93,9 +71,10 @@ class PollTest : public ::testing::Test {
     ASSERT_TRUE(f->Write(nullptr, absl::MakeConstSpan(&v, 1), -1).ok());
   }
 
-  std::unique_ptr<Kernel> k_;
-  std::shared_ptr<ThreadGroup> tg_;
-  std::unique_ptr<Task> task_;
+  std::unique_ptr<TestKernel> tk_;
+  Kernel* k_ = nullptr;
+  ThreadGroup* tg_ = nullptr;
+  Task* task_ = nullptr;
   mm::GuestAddr mem_;
 };
 
@@ -270,7 +249,7 @@ TEST_F(PollTest, SigpipeOnWriteWithoutReader) {
   ASSERT_TRUE(task_->fds().Remove(r).ok());
   auto f = task_->fds().Get(w).value();
   iovec v{const_cast<char*>("x"), 1};
-  EXPECT_EQ(f->Write(task_.get(), absl::MakeConstSpan(&v, 1), -1).error(), EPIPE);
+  EXPECT_EQ(f->Write(task_, absl::MakeConstSpan(&v, 1), -1).error(), EPIPE);
   EXPECT_TRUE(task_->sig->pending.Has(SIGPIPE));
   siginfo_t info = task_->sig->pending.Dequeue(SIGPIPE);
   EXPECT_EQ(info.si_code, SI_USER);
