@@ -5,14 +5,8 @@
 // not depend on which candidate address was free.
 #include "platform/ptrace/stub_code_unsafe.h"
 
-#include <linux/seccomp.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/rseq.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -130,109 +124,6 @@ absl::StatusOr<StubPage> GetStubPage() {
   static absl::StatusOr<StubPage>* page = nullptr;
   std::call_once(once, [] { page = new absl::StatusOr<StubPage>(MapStubPage()); });
   return *page;
-}
-
-void JumpToStub(uint64_t entry) {
-  // A plain indirect jump: the stub never returns and uses no stack.
-  asm volatile("jmp *%0" : : "r"(entry) : "memory");
-  __builtin_unreachable();
-}
-
-}  // namespace usentry::platform::ptrace
-
-namespace usentry::platform::ptrace {
-namespace {
-
-// The kernel's struct sigaction for rt_sigaction (not glibc's, whose mask is 128 bytes).
-struct KernelSigaction {
-  uint64_t handler;
-  uint64_t flags;
-  uint64_t restorer;
-  uint64_t mask;
-};
-
-[[noreturn]] void ChildExit(int code) {
-  syscall(SYS_exit_group, code);
-  __builtin_unreachable();
-}
-
-}  // namespace
-
-const char* StubChildExitName(int code) {
-  switch (code) {
-    case kChildPdeathsig:
-      return "prctl(PR_SET_PDEATHSIG)";
-    case kChildParentGone:
-      return "parent died before PDEATHSIG was set";
-    case kChildRseq:
-      return "rseq(RSEQ_FLAG_UNREGISTER)";
-    case kChildSigaction:
-      return "rt_sigaction(SIG_DFL)";
-    case kChildSigmask:
-      return "rt_sigprocmask(SIG_SETMASK, {})";
-    case kChildCloseRange:
-      return "close_range";
-    case kChildTraceme:
-      return "ptrace(PTRACE_TRACEME)";
-    case kChildNoNewPrivs:
-      return "prctl(PR_SET_NO_NEW_PRIVS)";
-    case kChildSeccomp:
-      return "seccomp(SECCOMP_SET_MODE_FILTER)";
-    case kStubStartupFailedExit:
-      return "stub startup munmap";
-    default:
-      return "unknown step";
-  }
-}
-
-void StubChildMain(const StubChildArgs& args) {
-  // Die with the tracer thread. PDEATHSIG follows the thread that forked us, which is
-  // also the ptrace tracer (PTRACE_TRACEME attaches to the real parent thread).
-  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ChildExit(kChildPdeathsig);
-  if (syscall(SYS_getppid) != args.parent_pid) ChildExit(kChildParentGone);
-  // Recognizable in ps/top instead of the sentry thread's name (best effort).
-  static constexpr char kName[] = "usentry-stub";
-  syscall(SYS_prctl, PR_SET_NAME, kName, 0, 0, 0);
-
-  // glibc registered an rseq area for the forking thread and fork keeps the
-  // registration. Once the stub unmaps the sentry's memory the kernel would fault
-  // (SIGSEGV) on it at the next preemption, or write into whatever the app maps there.
-  // (Without this, stub creation in the tests fails with SIGSEGV every time.)
-  if (__rseq_size > 0) {
-    void* area = static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
-    // glibc >= 2.40 reports the feature size (20) but registers at least 32 bytes.
-    if (syscall(SYS_rseq, area, __rseq_size, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) != 0 &&
-        syscall(SYS_rseq, area, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) != 0) {
-      ChildExit(kChildRseq);
-    }
-  }
-
-  // Handlers point into sentry code that is about to disappear; the mask is the sentry
-  // thread's. The sentry emulates app signals, so the host ones all stay default.
-  const KernelSigaction dfl{};
-  for (int sig = 1; sig <= 64; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    if (syscall(SYS_rt_sigaction, sig, &dfl, nullptr, sizeof(uint64_t)) != 0) {
-      ChildExit(kChildSigaction);
-    }
-  }
-  const uint64_t empty_mask = 0;
-  if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &empty_mask, nullptr, sizeof(uint64_t)) != 0) {
-    ChildExit(kChildSigmask);
-  }
-
-  // Keep only the memory file: not the gofer socket, stdio, or anything else.
-  const unsigned fd = static_cast<unsigned>(args.memory_fd);
-  if (fd > 0 && syscall(SYS_close_range, 0u, fd - 1, 0u) != 0) ChildExit(kChildCloseRange);
-  if (syscall(SYS_close_range, fd + 1, ~0u, 0u) != 0) ChildExit(kChildCloseRange);
-
-  if (syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) != 0) ChildExit(kChildTraceme);
-  if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildExit(kChildNoNewPrivs);
-  // Last syscall outside the stub page: from here on the filter kills any other.
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, args.filter) != 0) {
-    ChildExit(kChildSeccomp);
-  }
-  JumpToStub(args.entry);
 }
 
 }  // namespace usentry::platform::ptrace

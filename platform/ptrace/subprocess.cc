@@ -35,40 +35,6 @@ const char* SignalName(int sig) {
 
 }  // namespace
 
-bool IsSynchronousSignal(const siginfo_t& info) {
-  switch (info.si_signo) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGFPE:
-    case SIGILL:
-    case SIGTRAP:
-    case SIGSYS:
-      return info.si_code > 0;
-    default:
-      return false;
-  }
-}
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) {
-    const int code = WEXITSTATUS(status);
-    if (code >= kChildPdeathsig || code == kStubStartupFailedExit) {
-      return absl::StrFormat("exited with status %d (%s failed)", code, StubChildExitName(code));
-    }
-    return absl::StrFormat("exited with status %d", code);
-  }
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return absl::StrFormat("killed by signal %d (SIG%s)%s", sig, SignalName(sig),
-                           sig == SIGSYS ? ", a syscall denied by the stub seccomp filter" : "");
-  }
-  if (WIFSTOPPED(status)) {
-    return absl::StrFormat("stopped by signal %d (SIG%s), event %d", WSTOPSIG(status) & 0x7f,
-                           SignalName(WSTOPSIG(status) & 0x7f), status >> 16);
-  }
-  return absl::StrFormat("wait status 0x%x", status);
-}
-
 absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
   if (memory_fd < 0) {
     return absl::InvalidArgumentError(
@@ -79,8 +45,11 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
   // Everything the child reads is prepared here: it must not allocate.
   const sock_fprog prog{.len = static_cast<unsigned short>(filter.size()),
                         .filter = const_cast<sock_filter*>(filter.data())};
-  const StubChildArgs args{
-      .memory_fd = memory_fd, .parent_pid = getpid(), .filter = &prog, .entry = stub.entry};
+  const StubChildArgs args{.keep_fds = {memory_fd, -1},
+                           .parent_pid = getpid(),
+                           .filter = &prog,
+                           .entry = stub.entry,
+                           .trace_me = true};
 
   // A raw clone rather than fork(): no atfork handlers run in this multi-threaded
   // process, and the child only makes raw syscalls before leaving sentry code.

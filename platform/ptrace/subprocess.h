@@ -31,14 +31,6 @@
 //    exit_group, and the injected mmap/munmap/mprotect.
 namespace usentry::platform::ptrace {
 
-// True for a signal the CPU raised for the instruction that just ran (a fault, trap,
-// illegal instruction...): a synchronous signal number with a kernel si_code (> 0).
-// Anything else (kill, tgkill, sigqueue, timers) is asynchronous.
-bool IsSynchronousSignal(const siginfo_t& info);
-
-// Describes a wait status for messages ("exited with status 3", "killed by SIGSYS").
-std::string DescribeWaitStatus(int status);
-
 // One stub process with one thread. Every method must be called on the host thread
 // that created it (ptrace's tracer is that thread), except pid().
 class Subprocess {
