@@ -173,12 +173,12 @@ void StubChildMain(const StubChildArgs& args) {
   if (syscall(SYS_seccomp, 1 /*SECCOMP_SET_MODE_FILTER*/, 0, args.filter) != 0) {
     ChildExit(kChildSeccomp);
   }
-  JumpToStub(args.entry);
+  JumpToStub(args.entry, args.entry_arg);
 }
 
-void JumpToStub(uint64_t entry) {
-  // A plain indirect jump: the stub never returns and uses no stack.
-  asm volatile("jmp *%0" : : "r"(entry) : "memory");
+void JumpToStub(uint64_t entry, uint64_t arg) {
+  // A plain indirect jump with `arg` in rdi: the stub never returns and uses no stack.
+  asm volatile("jmp *%0" : : "r"(entry), "D"(arg) : "memory");
   __builtin_unreachable();
 }
 

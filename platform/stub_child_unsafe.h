@@ -30,6 +30,7 @@ struct StubChildArgs {
   pid_t parent_pid = 0;          // to detect that the parent died before PDEATHSIG was set
   const void* filter = nullptr;  // struct sock_fprog* of the stub seccomp filter
   uint64_t entry = 0;            // where the child jumps; it never returns
+  uint64_t entry_arg = 0;        // in rdi at entry
   bool trace_me = false;         // PTRACE_TRACEME (the ptrace platform)
   bool drop_caps = false;        // capset to nothing (a stub that may make syscalls)
   // Signal handler in stub code for every signal in handled_mask (bit sig-1), with
@@ -62,9 +63,9 @@ const char* StubChildExitName(int code);
 // then jumps to entry. Exits with a StubChildExit code on failure.
 [[noreturn]] void StubChildMain(const StubChildArgs& args);
 
-// Jumps to `entry` and never returns. For the forked child only: the stub code unmaps
+// Jumps to `entry` with `arg` in rdi and never returns. For the forked child only: the stub code unmaps
 // everything this function's caller had.
-[[noreturn]] void JumpToStub(uint64_t entry);
+[[noreturn]] void JumpToStub(uint64_t entry, uint64_t arg);
 
 }  // namespace usentry::platform
 

@@ -1,0 +1,509 @@
+// The Platform contract, on every platform: small machine-code programs run in stubs
+// (syscalls, faults, protections, interrupts, FPU state) and what a stub can see and do
+// (fds, seccomp). Platform-specific tests live next to each platform.
+#include "platform/platform.h"
+
+#include <dirent.h>
+#include <linux/audit.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/unique_fd.h"
+#include "gtest/gtest.h"
+#include "platform/ptrace/ptrace_platform.h"
+#include "platform/systrap/systrap_platform.h"
+#include "xbyak/xbyak.h"
+
+namespace usentry::platform {
+namespace {
+
+using namespace Xbyak::util;  // NOLINT: register names
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kCode = 0x400000;
+constexpr uint64_t kData = 0x500000;
+constexpr uint64_t kUnmapped = 0x600000;
+constexpr uint64_t kStack = 0x7f0000000000;
+// Memory-file offsets of the pages above.
+constexpr uint64_t kCodeOff = 0;
+constexpr uint64_t kDataOff = 0x10000;
+constexpr uint64_t kStackOff = 0x20000;
+
+// The host pid of the stub process behind `as`, whatever the platform.
+pid_t StubPidOf(AddressSpace& as) {
+  if (auto* p = dynamic_cast<ptrace::PtraceAddressSpace*>(&as)) return p->stub_pid();
+  if (auto* s = dynamic_cast<systrap::SystrapAddressSpace*>(&as)) return s->stub_pid();
+  return -1;
+}
+
+class PlatformTest : public ::testing::TestWithParam<std::string> {
+ public:
+  static Xbyak::CodeGenerator Gen() {
+    return Xbyak::CodeGenerator(kPage, Xbyak::DontSetProtectRWE);
+  }
+
+ protected:
+  void SetUp() override {
+    memfd_ = UniqueFd(memfd_create("usentry-test-memory", 0));
+    ASSERT_TRUE(memfd_.valid());
+    ASSERT_EQ(ftruncate(memfd_.get(), 1 << 20), 0);
+    auto platform = NewPlatform(GetParam(), MemoryFileInfo{.fd = memfd_.get()});
+    ASSERT_TRUE(platform.ok()) << platform.status();
+    platform_ = std::move(*platform);
+    auto as = platform_->NewAddressSpace();
+    ASSERT_TRUE(as.ok()) << as.status();
+    as_ = std::move(*as);
+    auto ctx = platform_->NewContext();
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    ctx_ = std::move(*ctx);
+  }
+
+  pid_t StubPid() { return StubPidOf(*as_); }
+
+  // Puts `g`'s code at kCode (r-x) and maps a stack page at kStack (rw).
+  void Load(const Xbyak::CodeGenerator& g) {
+    ASSERT_EQ(pwrite(memfd_.get(), g.getCode(), g.getSize(), kCodeOff),
+              static_cast<ssize_t>(g.getSize()));
+    ASSERT_TRUE(as_->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
+    ASSERT_TRUE(as_->MapFile(kStack, kPage, kStackOff, PROT_READ | PROT_WRITE).ok());
+    regs_.gp.rip = kCode;
+    regs_.gp.rsp = kStack + kPage;
+    regs_.gp.eflags = 0x202;
+  }
+
+  SwitchResult Run() {
+    absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : SwitchResult{};
+  }
+
+  uint8_t MemByte(uint64_t off) {
+    uint8_t b = 0;
+    EXPECT_EQ(pread(memfd_.get(), &b, 1, off), 1);
+    return b;
+  }
+
+  UniqueFd memfd_;
+  std::unique_ptr<Platform> platform_;
+  std::unique_ptr<AddressSpace> as_;
+  std::unique_ptr<Context> ctx_;
+  Registers regs_;
+};
+
+TEST(NewPlatformTest, UnknownNameIsInvalidArgument) {
+  auto p = NewPlatform("systrap-typo", MemoryFileInfo{.fd = 0});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("unknown platform"), std::string::npos) << p.status();
+}
+
+TEST(NewPlatformTest, BadMemoryFdIsInvalidArgument) {
+  auto p = NewPlatform("ptrace", MemoryFileInfo{.fd = -1});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(PlatformTest, NameAndMaxUserAddress) {
+  EXPECT_EQ(platform_->Name(), GetParam());
+  EXPECT_GE(as_->MaxUserAddress(), 0x7ff000000000u);
+  EXPECT_LT(as_->MaxUserAddress(), 0x7ffffffff000u);
+  EXPECT_EQ(as_->MaxUserAddress() % kPage, 0u);
+}
+
+TEST_P(PlatformTest, SyscallsTrapAndResumeAfterTheInstruction) {
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);  // 5 bytes
+  g.syscall();             // 2 bytes
+  g.mov(rdi, rax);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  EXPECT_EQ(static_cast<int64_t>(regs_.gp.rax), -ENOSYS);
+  EXPECT_EQ(regs_.gp.rip, kCode + 7);  // after the syscall instruction
+  EXPECT_EQ(regs_.gp.rcx, kCode + 7);  // as the syscall instruction left it
+
+  regs_.gp.rax = 1234;  // the emulated result
+  r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(regs_.gp.rdi, 1234u);
+}
+
+TEST_P(PlatformTest, RestartBySteppingBack) {
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  regs_.gp.rip -= 2;
+  regs_.gp.rax = regs_.gp.orig_rax;
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  EXPECT_EQ(regs_.gp.rip, kCode + 7);
+  // A -ERESTARTSYS-looking value in rax is not acted on by the host kernel.
+  regs_.gp.rax = static_cast<uint64_t>(-512);
+  ctx_->Interrupt();  // pass through the signal path, where the host restarts syscalls
+  ASSERT_EQ(Run().kind, SwitchKind::kInterrupted);
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+}
+
+TEST_P(PlatformTest, LoadFromUnmappedAddressFaults) {
+  auto g = Gen();
+  g.mov(rcx, kUnmapped + 0x18);
+  const size_t load_offset = g.getSize();
+  g.mov(rax, g.ptr[rcx]);
+  Load(g);
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.fault_addr, kUnmapped + 0x18);
+  EXPECT_EQ(r.info.si_signo, SIGSEGV);
+  EXPECT_EQ(r.info.si_code, SEGV_MAPERR);
+  EXPECT_FALSE(r.fault_exec);
+  EXPECT_EQ(regs_.gp.rip, kCode + load_offset);  // the faulting instruction, not after it
+}
+
+TEST_P(PlatformTest, AccessBeyondTheMemoryFileIsBusFault) {
+  auto g = Gen();
+  g.mov(rcx, kData + 8);
+  g.mov(rax, g.ptr[rcx]);
+  Load(g);
+  // Mapping past the file's end succeeds; touching it is SIGBUS, reported as a fault.
+  ASSERT_TRUE(as_->MapFile(kData, kPage, 2 << 20, PROT_READ).ok());
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.info.si_signo, SIGBUS);
+  EXPECT_EQ(r.fault_addr, kData + 8);
+}
+
+TEST_P(PlatformTest, RepeatedInterruptsNeverReachTheApp) {
+  auto g = Gen();
+  Xbyak::Label spin;
+  g.L(spin);
+  g.jmp(spin);
+  Load(g);
+  std::atomic<bool> stop{false};
+  std::thread storm([&] {
+    while (!stop.load()) {
+      ctx_->Interrupt();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  for (int i = 0; i < 50; ++i) {
+    SwitchResult r = Run();
+    ASSERT_EQ(r.kind, SwitchKind::kInterrupted);
+    ASSERT_EQ(regs_.gp.rip, kCode);
+  }
+  stop = true;
+  storm.join();
+  // Drain what the storm left queued, then the app still runs normally.
+  regs_.gp.rip = kCode + g.getSize();  // zero bytes: `add [rax], al` with rax = 0 faults
+  regs_.gp.rax = 0;
+  SwitchResult r;
+  for (int i = 0; i < 3; ++i) {
+    r = Run();
+    if (r.kind != SwitchKind::kInterrupted) break;
+  }
+  EXPECT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.fault_addr, 0u);
+}
+
+TEST_P(PlatformTest, JumpToUnmappedAddressIsExecFault) {
+  auto g = Gen();
+  g.mov(rcx, kUnmapped);
+  g.jmp(rcx);
+  Load(g);
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.fault_addr, kUnmapped);
+  EXPECT_TRUE(r.fault_exec);
+}
+
+TEST_P(PlatformTest, ProtectMakesWritesFaultUntilRestored) {
+  auto g = Gen();
+  g.mov(rbx, kData);  // not rcx: `syscall` overwrites rcx
+  g.mov(g.byte[rbx], 1);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(g.byte[rbx], 2);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  ASSERT_TRUE(as_->MapFile(kData, kPage, kDataOff, PROT_READ | PROT_WRITE).ok());
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(MemByte(kDataOff), 1);
+
+  ASSERT_TRUE(as_->Protect(kData, kPage, PROT_READ).ok());
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.fault_addr, kData);
+  EXPECT_EQ(r.info.si_code, SEGV_ACCERR);
+  EXPECT_EQ(MemByte(kDataOff), 1);
+
+  ASSERT_TRUE(as_->Protect(kData, kPage, PROT_READ | PROT_WRITE).ok());
+  r = Run();  // retries the faulting store
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(MemByte(kDataOff), 2);
+}
+
+TEST_P(PlatformTest, UnmapRemovesTheMapping) {
+  ASSERT_EQ(pwrite(memfd_.get(), "\x2a", 1, kDataOff), 1);
+  auto g = Gen();
+  g.mov(rbx, kData);
+  g.movzx(edi, g.byte[rbx]);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.movzx(edi, g.byte[rbx]);
+  Load(g);
+  ASSERT_TRUE(as_->MapFile(kData, kPage, kDataOff, PROT_READ).ok());
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.rdi, 0x2au);  // the app sees the memory file's bytes
+  ASSERT_TRUE(as_->Unmap(kData, kPage).ok());
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);
+  EXPECT_EQ(r.fault_addr, kData);
+}
+
+TEST_P(PlatformTest, HostMappingErrorsNameTheCall) {
+  absl::Status s = as_->Protect(kUnmapped, kPage, PROT_READ);  // nothing mapped: ENOMEM
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("mprotect(addr=0x600000"), std::string::npos) << s;
+  s = as_->MapFile(as_->MaxUserAddress(), kPage, 0, PROT_READ);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = as_->MapFile(as_->MaxUserAddress() - kPage, 2 * kPage, 0, PROT_READ);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = as_->Unmap(kData + 1, kPage);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+TEST_P(PlatformTest, InterruptFromAnotherThreadStopsASpinningApp) {
+  auto g = Gen();
+  Xbyak::Label spin;
+  g.L(spin);
+  g.jmp(spin);
+  Load(g);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ctx_->Interrupt();
+  });
+  SwitchResult r = Run();
+  t.join();
+  EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
+  EXPECT_EQ(regs_.gp.rip, kCode);
+
+  // Interrupt before Switch: returns at once, registers unchanged.
+  ctx_->Interrupt();
+  EXPECT_EQ(Run().kind, SwitchKind::kInterrupted);
+  EXPECT_EQ(regs_.gp.rip, kCode);
+
+  // The app never saw a signal and keeps running.
+  std::thread t2([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ctx_->Interrupt();
+  });
+  r = Run();
+  t2.join();
+  EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
+  EXPECT_EQ(regs_.gp.rip, kCode);
+}
+
+TEST_P(PlatformTest, SynchronousSignalsAreReported) {
+  auto g = Gen();
+  g.int3();
+  g.xor_(ecx, ecx);
+  g.div(ecx);  // divide by zero
+  g.ud2();
+  Load(g);
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGTRAP);
+  r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGFPE);
+  EXPECT_EQ(r.info.si_code, FPE_INTDIV);
+  regs_.gp.rip += 2;  // skip `div ecx`
+  r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGILL);
+}
+
+TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.movq(rdi, xmm0);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_FALSE(regs_.fp_valid);
+  ASSERT_TRUE(ctx_->LoadFpState(*as_, regs_).ok());
+  EXPECT_TRUE(regs_.fp_valid);
+  // Legacy FXSAVE area (512) + XSAVE header (64) at least; fits the fixed buffer.
+  EXPECT_GE(regs_.fp_size, 576u);
+  EXPECT_LE(regs_.fp_size, kFpStateSize);
+  uint32_t mxcsr;
+  std::memcpy(&mxcsr, regs_.fp + 24, 4);
+  EXPECT_EQ(mxcsr & 0xffc0, 0x1f80u);  // exceptions masked, round to nearest
+
+  const uint64_t v = 0x1122334455667788;
+  std::memcpy(regs_.fp + 160, &v, 8);  // xmm0 low quadword
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, regs_.fp + 512, 8);
+  xstate_bv |= 2;  // SSE state present in the buffer
+  std::memcpy(regs_.fp + 512, &xstate_bv, 8);
+  regs_.fp_dirty = true;
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_FALSE(regs_.fp_dirty);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(regs_.gp.rdi, v);
+}
+
+TEST_P(PlatformTest, StubStartsWithCleanFpState) {
+  // Fresh stubs must not carry the sentry thread's vector registers.
+  Registers regs;
+  ASSERT_TRUE(ctx_->LoadFpState(*as_, regs).ok());
+  for (size_t i = 32; i < 416; ++i) {  // x87 st0-7 and xmm0-15 in the legacy region
+    ASSERT_EQ(regs.fp[i], 0) << "byte " << i;
+  }
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, regs.fp + 512, 8);
+  // Nothing in use beyond maybe PKRU, and x87/SSE (bits 0-1), which the kernel always
+  // marks present in a signal frame (systrap reads the state from one); their bytes
+  // were checked above.
+  EXPECT_EQ(xstate_bv & ~uint64_t{(1 << 9) | 3}, 0u);
+}
+
+TEST_P(PlatformTest, StubKeepsOnlyTheMemoryFile) {
+  const std::string dir = absl::StrCat("/proc/", StubPid(), "/fd");
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir;
+  std::vector<std::string> fds;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') fds.push_back(e->d_name);
+  }
+  closedir(d);
+  ASSERT_EQ(fds.size(), 1u);
+  EXPECT_EQ(fds[0], std::to_string(memfd_.get()));
+}
+
+TEST_P(PlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {
+  std::ifstream status(absl::StrCat("/proc/", StubPid(), "/status"));
+  std::string line;
+  bool seccomp = false, nnp = false;
+  while (std::getline(status, line)) {
+    if (line.rfind("Seccomp:", 0) == 0) seccomp = line.find('2') != std::string::npos;
+    if (line.rfind("NoNewPrivs:", 0) == 0) nnp = line.find('1') != std::string::npos;
+  }
+  EXPECT_TRUE(seccomp);
+  EXPECT_TRUE(nnp);
+  std::ifstream comm(absl::StrCat("/proc/", StubPid(), "/comm"));
+  std::getline(comm, line);
+  EXPECT_EQ(line, "usentry-stub");
+}
+
+// int 0x80 must never be taken for a 64-bit syscall: with IA-32 emulation it is a
+// SIGSYS with the i386 arch; without it (ia32_emulation=0) the CPU raises #GP.
+TEST_P(PlatformTest, Int80IsNeverASyscall) {
+  auto g = Gen();
+  g.mov(eax, 20);  // i386 getpid
+  g.db(0xcd);
+  g.db(0x80);  // int 0x80
+  Load(g);
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  if (r.info.si_signo == SIGSEGV) GTEST_SKIP() << "host has no IA-32 syscall emulation";
+  EXPECT_EQ(r.info.si_signo, SIGSYS);
+  EXPECT_EQ(r.info.si_arch, AUDIT_ARCH_I386);
+  EXPECT_EQ(r.info.si_syscall, 20);
+}
+
+TEST_P(PlatformTest, VsyscallIsKilledOrFaults) {
+  auto g = Gen();
+  g.mov(rax, 0xffffffffff600000);  // legacy vsyscall gettimeofday
+  g.xor_(edi, edi);
+  g.xor_(esi, esi);
+  g.call(rax);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
+  if (r.ok() && r->kind == SwitchKind::kSyscall) {
+    // systrap: the kernel's vsyscall emulation asked seccomp, which trapped it as an
+    // ordinary gettimeofday for the sentry to emulate, returning to the caller.
+    EXPECT_EQ(GetParam(), "systrap");
+    EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_gettimeofday));
+  } else if (r.ok()) {
+    // vsyscall=none: a plain fault in the vsyscall page.
+    EXPECT_EQ(r->kind, SwitchKind::kFault);
+  } else {
+    // vsyscall emulation goes through seccomp with ip in the vsyscall page.
+    EXPECT_NE(r.status().message().find("SIGSYS"), std::string::npos) << r.status();
+  }
+}
+
+TEST_P(PlatformTest, StubDeathIsAnError) {
+  auto g = Gen();
+  Xbyak::Label spin;
+  g.L(spin);
+  g.jmp(spin);
+  Load(g);
+  ASSERT_EQ(kill(StubPid(), SIGKILL), 0);
+  absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SIGKILL"), std::string::npos) << r.status();
+  EXPECT_FALSE(ctx_->Switch(*as_, regs_).ok());
+}
+
+TEST_P(PlatformTest, DestroyingTheAddressSpaceReapsTheStub) {
+  const pid_t pid = StubPid();
+  as_.reset();
+  EXPECT_EQ(kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST_P(PlatformTest, SeveralAddressSpacesAreIndependent) {
+  auto other = platform_->NewAddressSpace();
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  Load(g);
+  // Same code page in the second address space, different stack.
+  ASSERT_TRUE((*other)->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
+  Registers regs2 = regs_;
+  auto r2 = ctx_->Switch(**other, regs2);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->kind, SwitchKind::kSyscall);
+  EXPECT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_NE(StubPidOf(**other), StubPid());
+}
+
+INSTANTIATE_TEST_SUITE_P(Platforms, PlatformTest, ::testing::Values("ptrace", "systrap"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace usentry::platform

@@ -1,0 +1,80 @@
+// Memory shared between the sentry and systrap stub processes, and where it lives.
+//
+// Every stub process has, at the same fixed addresses (above MaxUserAddress):
+//
+//   ctx_base ............ context region: kMaxSlots slots of kSlotSize, mapped
+//                         MAP_SHARED from the platform's context memfd (one slice per
+//                         stub process, also mapped in the sentry)
+//   zygote_page ......... (only in the zygote) its request page, shared anonymous memory
+//   code_page ........... the stub code (read-only, executable)
+//
+// Slot 0 belongs to the stub's control thread (host mmap/munmap/mprotect and thread
+// creation on the sentry's request); slots 1.. to app threads, one per Context bound to
+// this address space. Everything in a slot is writable by app code in that stub, so the
+// sentry treats it as untrusted input: it validates every pointer it reads there.
+#ifndef USENTRY_PLATFORM_SYSTRAP_LAYOUT_H_
+#define USENTRY_PLATFORM_SYSTRAP_LAYOUT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace usentry::platform::systrap {
+
+inline constexpr uint64_t kPageSize = 4096;
+inline constexpr uint64_t kSlotSize = 64 * 1024;  // power of two: slot = rsp & ~(size-1)
+inline constexpr int kMaxSlots = 64;              // control thread + 63 app threads
+inline constexpr uint64_t kCtxRegionSize = kSlotSize * kMaxSlots;
+
+// Inside a slot: the header page, the stack a new thread starts on (it only makes a
+// few syscalls there), and the signal stack every trap's frame is written to.
+inline constexpr uint64_t kThreadStackTop = 16 * 1024;
+inline constexpr uint64_t kAltStackOffset = 16 * 1024;
+inline constexpr uint64_t kAltStackSize = kSlotSize - kAltStackOffset;
+
+// SlotHeader::state, the futex word both sides wait on.
+enum SlotState : uint32_t {
+  kStateIdle = 0,     // fresh slot, no thread yet
+  kStateTrapped = 1,  // the stub thread waits for the sentry (frame or op result valid)
+  kStateGo = 2,       // the sentry posted `op`; the stub thread owns the slot
+};
+
+// SlotHeader::op.
+enum SlotOp : uint32_t {
+  kOpResume = 1,      // app thread: apply fs_base if set_fs, rt_sigreturn into the frame
+  kOpSyscall = 2,     // run syscall `nr` with `args`, put rax in `result`, trap again
+  kOpNewThread = 3,   // control thread: start an app thread in the slot at args[0]
+  kOpExitThread = 4,  // app thread: exit(0) (the slot is being released)
+};
+
+// The first page of every slot. Offsets are used by the generated stub code.
+struct SlotHeader {
+  uint32_t state;
+  uint32_t stub_sleeping;    // the stub thread sleeps in FUTEX_WAIT on state
+  uint32_t sentry_sleeping;  // a sentry thread sleeps in FUTEX_WAIT on state
+  uint32_t op;
+  uint64_t nr;
+  uint64_t args[6];
+  int64_t result;
+  uint64_t signo;     // trap: signal number
+  uint64_t siginfo;   // trap: stub address of the siginfo_t (on the signal stack)
+  uint64_t ucontext;  // trap: stub address of the ucontext_t (on the signal stack)
+  uint64_t fs_base;   // kOpResume: arch_prctl(ARCH_SET_FS, fs_base) first if set_fs
+  uint64_t set_fs;
+  uint64_t tid;          // host tid, written by the thread when it starts
+  uint64_t altstack[3];  // stack_t for sigaltstack, built by the thread itself
+};
+static_assert(sizeof(SlotHeader) <= kPageSize);
+
+// The zygote's request page (shared anonymous memory created by the sentry).
+struct ZygotePage {
+  uint32_t seq;           // incremented by the sentry to post a request (the zygote waits on it)
+  uint32_t done;          // set to seq by the zygote when the request is done (the sentry waits)
+  uint64_t slice_offset;  // request: context-memfd offset of the new stub's region
+  int64_t result;         // the new stub's pid, or -errno
+  uint64_t ctx_fd;        // the context memfd (the new stub maps its slice, then closes it)
+};
+static_assert(sizeof(ZygotePage) <= kPageSize);
+
+}  // namespace usentry::platform::systrap
+
+#endif  // USENTRY_PLATFORM_SYSTRAP_LAYOUT_H_

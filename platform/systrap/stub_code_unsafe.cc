@@ -1,0 +1,378 @@
+// Generates and maps the systrap stub code page (see stub_code_unsafe.h).
+//
+// Register conventions in the generated code: r12 = the current slot's base (sentry
+// and stub agree on slot addresses; a thread finds its slot from rsp because its
+// stacks live inside it), r15 = the zygote page, r13d = the last zygote request seen.
+// The code uses no stack of its own: the handler leaves rsp at the signal frame so
+// that `add rsp, 8; rt_sigreturn` returns through it.
+#include "platform/systrap/stub_code_unsafe.h"
+
+#include <asm/prctl.h>
+#include <cpuid.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "platform/stub_child_unsafe.h"
+#include "platform/systrap/layout.h"
+#include "xbyak/xbyak.h"
+
+namespace usentry::platform::systrap {
+namespace {
+
+constexpr uint64_t kTaskSize = 0x7ffffffff000;
+// Code page candidates, highest first; each leaves kZygotePages and the context region
+// below it and above 0x7ff000000000.
+constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff400000000, 0x7ff100000000};
+// Spins (each a `pause`) before the stub sleeps in FUTEX_WAIT: a few microseconds, so a
+// busy app's next op is caught without a futex round trip and an idle one sleeps.
+constexpr uint32_t kStubSpins = 4000;
+
+// The FPU init image for xrstor/fxrstor: FCW 0x37f, MXCSR 0x1f80, XSTATE_BV 0 (every
+// component in its init state).
+constexpr size_t kInitImageSize = 576;
+
+bool HostHasXsave() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  return (c & bit_OSXSAVE) != 0;
+}
+
+#define OFF(field) static_cast<uint32_t>(offsetof(SlotHeader, field))
+#define ZOFF(field) static_cast<uint32_t>(offsetof(ZygotePage, field))
+
+class Generator : public Xbyak::CodeGenerator {
+ public:
+  Generator(uint64_t code_page, uint64_t ctx_base)
+      : Xbyak::CodeGenerator(kPageSize, Xbyak::DontSetProtectRWE),
+        code_page_(code_page),
+        ctx_base_(ctx_base) {}
+
+  StubCode Generate() {
+    using namespace Xbyak::util;  // NOLINT: register names
+    Xbyak::Label init_image, die, zygote_entry, handler, restorer, first_trap;
+    Xbyak::Label control_report, thread_start;
+
+    // --- zygote -----------------------------------------------------------------
+    L(zygote_entry);
+    mov(r15, rdi);
+    ResetFpu(init_image);
+    // munmap [0, zygote page), [zygote page + 4096, code page), [code page + 4096, top)
+    xor_(edi, edi);
+    mov(rsi, r15);
+    Syscall(SYS_munmap);
+    CheckZero(die);
+    lea(rdi, ptr[r15 + kPageSize]);
+    mov(rsi, code_page_);
+    sub(rsi, rdi);
+    Xbyak::Label skip_mid;
+    jz(skip_mid, T_NEAR);
+    Syscall(SYS_munmap);
+    CheckZero(die);
+    L(skip_mid);
+    if (code_page_ + kPageSize < kTaskSize) {
+      mov(rdi, code_page_ + kPageSize);
+      mov(rsi, kTaskSize - (code_page_ + kPageSize));
+      Syscall(SYS_munmap);
+      CheckZero(die);
+    }
+    xor_(r13d, r13d);
+    Xbyak::Label zloop, zrequest, zchild;
+    L(zloop);
+    mov(eax, dword[r15 + ZOFF(seq)]);
+    cmp(eax, r13d);
+    jne(zrequest, T_NEAR);
+    lea(rdi, ptr[r15 + ZOFF(seq)]);
+    mov(esi, FUTEX_WAIT);
+    mov(edx, r13d);
+    xor_(r10d, r10d);
+    Syscall(SYS_futex);
+    jmp(zloop, T_NEAR);
+    L(zrequest);
+    mov(r13d, eax);
+    mov(r12, qword[r15 + ZOFF(slice_offset)]);  // the child reads it from r12, not memory
+    mov(r14, qword[r15 + ZOFF(ctx_fd)]);
+    mov(edi, CLONE_PARENT);
+    xor_(esi, esi);
+    xor_(edx, edx);
+    xor_(r10d, r10d);
+    xor_(r8d, r8d);
+    Syscall(SYS_clone);
+    test(rax, rax);
+    jz(zchild, T_NEAR);
+    mov(qword[r15 + ZOFF(result)], rax);
+    xchg(dword[r15 + ZOFF(done)], r13d);  // a locked store: ordered after result
+    mov(r13d, dword[r15 + ZOFF(done)]);
+    lea(rdi, ptr[r15 + ZOFF(done)]);
+    mov(esi, FUTEX_WAKE);
+    mov(edx, 1);
+    Syscall(SYS_futex);
+    jmp(zloop, T_NEAR);
+
+    // --- a new stub process (child of the sentry) ----------------------------------
+    L(zchild);
+    mov(edi, PR_SET_PDEATHSIG);
+    mov(esi, SIGKILL);
+    Syscall(SYS_prctl);
+    CheckZero(die);
+    mov(rdi, ctx_base_);
+    mov(esi, static_cast<uint32_t>(kCtxRegionSize));
+    mov(edx, PROT_READ | PROT_WRITE);
+    mov(r10d, MAP_SHARED | MAP_FIXED);
+    mov(r8, r14);
+    mov(r9, r12);
+    Syscall(SYS_mmap);
+    mov(rcx, ctx_base_);
+    cmp(rax, rcx);
+    jne(die, T_NEAR);
+    mov(rdi, r14);
+    Syscall(SYS_close);
+    mov(rdi, r15);
+    mov(esi, static_cast<uint32_t>(kPageSize));
+    Syscall(SYS_munmap);
+    CheckZero(die);
+    mov(r12, ctx_base_);  // slot 0
+    Syscall(SYS_gettid);
+    mov(qword[r12 + OFF(tid)], rax);
+
+    // --- control thread: ops from the sentry -----------------------------------
+    L(control_report);
+    Xbyak::Label control_go;
+    ReportAndWait(control_go);
+    L(control_go);
+    Xbyak::Label not_syscall, not_new_thread;
+    mov(eax, dword[r12 + OFF(op)]);
+    cmp(eax, kOpSyscall);
+    jne(not_syscall, T_NEAR);
+    RunRequestedSyscall();
+    jmp(control_report, T_NEAR);
+    L(not_syscall);
+    cmp(eax, kOpNewThread);
+    jne(not_new_thread, T_NEAR);
+    mov(rsi, qword[r12 + OFF(args)]);  // the new thread's slot
+    lea(r10, ptr[rsi + OFF(tid)]);     // CHILD_SETTID / CHILD_CLEARTID word
+    add(rsi, kThreadStackTop);
+    mov(edi, static_cast<uint32_t>(kThreadCloneFlags));
+    xor_(edx, edx);
+    xor_(r8d, r8d);
+    Syscall(SYS_clone);
+    test(rax, rax);
+    jz(thread_start, T_NEAR);
+    mov(qword[r12 + OFF(result)], rax);
+    jmp(control_report, T_NEAR);
+    L(not_new_thread);
+    mov(qword[r12 + OFF(result)], -EINVAL);
+    jmp(control_report, T_NEAR);
+
+    // --- a new app thread ----------------------------------------------------------
+    L(thread_start);
+    mov(r12, rsp);
+    and_(r12, -static_cast<int>(kSlotSize));
+    lea(rax, ptr[r12 + kAltStackOffset]);
+    mov(qword[r12 + OFF(altstack)], rax);    // ss_sp
+    mov(qword[r12 + OFF(altstack) + 8], 0);  // ss_flags
+    mov(eax, static_cast<uint32_t>(kAltStackSize));
+    mov(qword[r12 + OFF(altstack) + 16], rax);  // ss_size
+    lea(rdi, ptr[r12 + OFF(altstack)]);
+    xor_(esi, esi);
+    Syscall(SYS_sigaltstack);
+    CheckZero(die);
+    ResetFpu(init_image);
+    L(first_trap);
+    ud2();
+
+    // --- signal handler: every trap of app code ---------------------------------
+    L(handler);
+    mov(r12, rsp);
+    and_(r12, -static_cast<int>(kSlotSize));
+    mov(qword[r12 + OFF(signo)], rdi);
+    mov(qword[r12 + OFF(siginfo)], rsi);
+    mov(qword[r12 + OFF(ucontext)], rdx);
+    Xbyak::Label handler_report, handler_go, not_resume, not_syscall2, no_fs;
+    L(handler_report);
+    ReportAndWait(handler_go);
+    L(handler_go);
+    mov(eax, dword[r12 + OFF(op)]);
+    cmp(eax, kOpResume);
+    jne(not_resume, T_NEAR);
+    cmp(qword[r12 + OFF(set_fs)], 0);
+    je(no_fs, T_NEAR);
+    mov(edi, ARCH_SET_FS);
+    mov(rsi, qword[r12 + OFF(fs_base)]);
+    Syscall(SYS_arch_prctl);
+    mov(qword[r12 + OFF(set_fs)], 0);
+    L(no_fs);
+    add(rsp, 8);  // as if `ret` had popped the frame's return address
+    Syscall(SYS_rt_sigreturn);
+    ud2();
+    L(not_resume);
+    cmp(eax, kOpSyscall);
+    jne(not_syscall2, T_NEAR);
+    RunRequestedSyscall();
+    jmp(handler_report, T_NEAR);
+    L(not_syscall2);
+    cmp(eax, kOpExitThread);
+    jne(handler_report, T_NEAR);  // unknown op: report again, frame unchanged
+    xor_(edi, edi);
+    Syscall(SYS_exit);
+    ud2();
+
+    L(restorer);
+    Syscall(SYS_rt_sigreturn);
+    ud2();
+
+    L(die);
+    mov(edi, kStubStartupFailedExit);
+    Syscall(SYS_exit_group);
+    ud2();
+
+    align(64);
+    L(init_image);
+    for (size_t i = 0; i < kInitImageSize; ++i) {
+      uint8_t b = 0;
+      if (i == 0) b = 0x7f;  // FCW = 0x037f
+      if (i == 1) b = 0x03;
+      if (i == 24) b = 0x80;  // MXCSR = 0x1f80
+      if (i == 25) b = 0x1f;
+      db(b);
+    }
+
+    const auto at = [&](const Xbyak::Label& l) {
+      return code_page_ + static_cast<uint64_t>(l.getAddress() - getCode());
+    };
+    return StubCode{.code_page = code_page_,
+                    .ctx_base = ctx_base_,
+                    .zygote_entry = at(zygote_entry),
+                    .handler = at(handler),
+                    .restorer = at(restorer),
+                    .first_trap = at(first_trap)};
+  }
+
+ private:
+  void Syscall(int nr) {
+    mov(eax, nr);
+    syscall();
+  }
+  void CheckZero(const Xbyak::Label& fail) {
+    using namespace Xbyak::util;  // NOLINT
+    test(rax, rax);
+    jnz(fail, T_NEAR);
+  }
+  void ResetFpu(const Xbyak::Label& image) {
+    using namespace Xbyak::util;  // NOLINT
+    lea(rbx, ptr[rip + image]);
+    if (HostHasXsave()) {
+      mov(eax, -1);
+      mov(edx, -1);
+      db(0x0f);  // xrstor [rbx] (this xbyak has no mnemonic for it)
+      db(0xae);
+      db(0x2b);
+    } else {
+      fxrstor(ptr[rbx]);
+    }
+  }
+  // r12 = slot. state = trapped (waking a sleeping sentry), then wait until the sentry
+  // posts kStateGo: spin first, then FUTEX_WAIT. Jumps to `go`.
+  void ReportAndWait(const Xbyak::Label& go) {
+    using namespace Xbyak::util;  // NOLINT
+    Xbyak::Label wait, spin, sleep, woke;
+    mov(eax, kStateTrapped);
+    xchg(dword[r12 + OFF(state)], eax);  // locked: ordered before the load below
+    cmp(dword[r12 + OFF(sentry_sleeping)], 0);
+    je(wait, T_NEAR);
+    lea(rdi, ptr[r12 + OFF(state)]);
+    mov(esi, FUTEX_WAKE);
+    mov(edx, 1);
+    Syscall(SYS_futex);
+    L(wait);
+    mov(ecx, kStubSpins);
+    L(spin);
+    cmp(dword[r12 + OFF(state)], kStateGo);
+    je(go, T_NEAR);
+    pause();
+    dec(ecx);
+    jnz(spin, T_NEAR);
+    L(sleep);
+    mov(eax, 1);
+    xchg(dword[r12 + OFF(stub_sleeping)], eax);
+    cmp(dword[r12 + OFF(state)], kStateGo);
+    je(woke, T_NEAR);
+    lea(rdi, ptr[r12 + OFF(state)]);
+    mov(esi, FUTEX_WAIT);
+    mov(edx, kStateTrapped);
+    xor_(r10d, r10d);
+    Syscall(SYS_futex);
+    jmp(sleep, T_NEAR);
+    L(woke);
+    mov(dword[r12 + OFF(stub_sleeping)], 0);
+    jmp(go, T_NEAR);
+  }
+  // r12 = slot: result = syscall(nr, args...).
+  void RunRequestedSyscall() {
+    using namespace Xbyak::util;  // NOLINT
+    mov(rdi, qword[r12 + OFF(args)]);
+    mov(rsi, qword[r12 + OFF(args) + 8]);
+    mov(rdx, qword[r12 + OFF(args) + 16]);
+    mov(r10, qword[r12 + OFF(args) + 24]);
+    mov(r8, qword[r12 + OFF(args) + 32]);
+    mov(r9, qword[r12 + OFF(args) + 40]);
+    mov(rax, qword[r12 + OFF(nr)]);
+    syscall();
+    mov(qword[r12 + OFF(result)], rax);
+  }
+
+  const uint64_t code_page_;
+  const uint64_t ctx_base_;
+};
+
+#undef OFF
+#undef ZOFF
+
+absl::StatusOr<StubCode> MapStubCode() {
+  for (uint64_t addr : kCandidates) {
+    const uint64_t ctx_base = (addr - kZygotePages * kPageSize - kCtxRegionSize) & ~(kSlotSize - 1);
+    Generator g(addr, ctx_base);
+    const StubCode code = g.Generate();
+    void* want = reinterpret_cast<void*>(addr);
+    void* got = mmap(want, kPageSize, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == MAP_FAILED) {
+      if (errno == EEXIST) continue;
+      return ErrnoStatus(
+          absl::StrFormat("mmap(0x%x, systrap stub page, MAP_FIXED_NOREPLACE)", addr));
+    }
+    if (got != want) {  // kernels before 4.17 treat the flag as a hint
+      munmap(got, kPageSize);
+      continue;
+    }
+    std::memcpy(got, g.getCode(), g.getSize());
+    if (mprotect(got, kPageSize, PROT_READ | PROT_EXEC) != 0) {
+      const int err = errno;
+      munmap(got, kPageSize);
+      return ErrnoStatus(
+          absl::StrFormat("mprotect(0x%x, systrap stub page, PROT_READ|PROT_EXEC)", addr), err);
+    }
+    return code;
+  }
+  return absl::ResourceExhaustedError(
+      "mmap(systrap stub page): every candidate address is in use in the sentry");
+}
+
+}  // namespace
+
+absl::StatusOr<StubCode> GetStubCode() {
+  static std::once_flag once;
+  static absl::StatusOr<StubCode>* code = nullptr;
+  std::call_once(once, [] { code = new absl::StatusOr<StubCode>(MapStubCode()); });
+  return *code;
+}
+
+}  // namespace usentry::platform::systrap

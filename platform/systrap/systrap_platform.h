@@ -1,0 +1,183 @@
+// The systrap platform: app code runs in stub threads under a seccomp filter whose
+// default action is SECCOMP_RET_TRAP. The stub's SIGSYS (or fault) handler leaves the
+// signal frame in memory shared with the sentry and hands off through a futex word in
+// that memory, spinning briefly first, so a syscall costs one host signal and two
+// shared-memory handoffs instead of four ptrace stops.
+//
+// Processes and threads:
+//  * a zygote (one per platform) forked before the sentry confines itself, so stubs do
+//    not inherit the sentry's seccomp filter (its KILL would win over our TRAP). It
+//    only clones new stub processes, with CLONE_PARENT: they are the sentry's children.
+//  * one stub process per AddressSpace: a control thread (host mmap/munmap/mprotect
+//    on request, thread creation) and one app thread per Context switched into it.
+//
+// Switch semantics are those of the ptrace platform (ptrace_platform.h): kSyscall with
+// gp.orig_rax = number, gp.rax = -ENOSYS and rip after the instruction; kFault with
+// fault_addr and, from the page-fault error code, fault_write / fault_exec; kSignal for
+// other synchronous signals (int 0x80 / x32 as SIGSYS with si_arch / si_syscall);
+// kInterrupted for Interrupt() (or spuriously). Differences:
+//  * fs_base is the sentry's: the stub applies gp.fs_base with arch_prctl when it
+//    changed (the host has no FSGSBASE for the app to change it behind our back; on a
+//    host with FSGSBASE enabled, a wrfsbase by the app is not seen by the sentry).
+//    gs_base is not applied.
+//  * No threading contract: any thread may create and switch (one at a time per
+//    Context).
+//  * App code that jumps into the stub page can make the few host syscalls the stub
+//    filter allows there (see stub_filter.h).
+#ifndef USENTRY_PLATFORM_SYSTRAP_SYSTRAP_PLATFORM_H_
+#define USENTRY_PLATFORM_SYSTRAP_SYSTRAP_PLATFORM_H_
+
+#include <sys/types.h>
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "base/unique_fd.h"
+#include "platform/platform.h"
+#include "platform/systrap/layout.h"
+#include "platform/systrap/stub_code_unsafe.h"
+
+namespace usentry::platform::systrap {
+
+class SystrapPlatform;
+
+// One stub process. Shared by its AddressSpace and the Contexts bound to it.
+class StubProcess {
+ public:
+  StubProcess(SystrapPlatform* platform, pid_t pid, int slice, uint8_t* local);
+  ~StubProcess();  // SIGKILLs and reaps the process, frees its context slice
+  StubProcess(const StubProcess&) = delete;
+  StubProcess& operator=(const StubProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Slot `i` as the sentry sees it (its header first).
+  SlotHeader* slot(int i) const { return reinterpret_cast<SlotHeader*>(local_ + i * kSlotSize); }
+  // Sentry pointer for stub address [addr, addr+len) if it lies inside slot `i`'s
+  // signal stack, else nullptr (the slot is app-writable: never trust its pointers).
+  uint8_t* SignalStackPtr(int i, uint64_t addr, uint64_t len) const;
+  uint64_t StubSlotAddress(int i) const;
+  const StubCode& code() const;
+
+  // Runs syscall `nr` in the control thread and returns rax (negative errno).
+  absl::StatusOr<int64_t> ControlSyscall(int nr, std::array<uint64_t, 6> args);
+  // Starts an app thread in a free slot and waits for its first trap. Returns the slot.
+  absl::StatusOr<int> StartThread();
+  // Tells the app thread in `slot` to exit and frees the slot (no wait).
+  void ReleaseThread(int slot);
+
+  // Posts `op` to slot `i` and waits until the stub reports back. `on_tick` runs every
+  // tick of the wait (~50 ms) and may ask to SIGKILL the stub (returns true).
+  absl::Status Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*) = nullptr,
+                    void* tick_arg = nullptr);
+  // Posts without waiting.
+  void Post(int i, SlotOp op);
+  // Waits for slot `i` to report (state trapped). Error if the stub died.
+  absl::Status Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg);
+
+ private:
+  absl::Status DiedError(const char* what);
+  // The stub is gone (exited or killed): reaps it and remembers how it died.
+  bool CheckDead();
+
+  SystrapPlatform* const platform_;
+  const pid_t pid_;
+  const int slice_;
+  uint8_t* const local_;
+  std::mutex mu_;  // the control slot and slot allocation
+  bool used_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
+  bool dead_ = false;
+  int wait_status_ = 0;
+};
+
+class SystrapAddressSpace final : public AddressSpace {
+ public:
+  SystrapAddressSpace(std::shared_ptr<StubProcess> stub, uint64_t max_user, int memory_fd)
+      : stub_(std::move(stub)), max_user_(max_user), memory_fd_(memory_fd) {}
+  absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) override;
+  absl::Status Unmap(uint64_t addr, uint64_t len) override;
+  absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) override;
+  uint64_t MaxUserAddress() const override { return max_user_; }
+
+  const std::shared_ptr<StubProcess>& stub() const { return stub_; }
+  pid_t stub_pid() const { return stub_->pid(); }
+
+ private:
+  absl::Status CheckRange(const char* call, uint64_t addr, uint64_t len) const;
+  absl::Status Run(const std::string& what, int nr, std::array<uint64_t, 6> args);
+
+  std::shared_ptr<StubProcess> stub_;
+  const uint64_t max_user_;
+  const int memory_fd_;
+};
+
+class SystrapContext final : public Context {
+ public:
+  ~SystrapContext() override;
+  absl::StatusOr<SwitchResult> Switch(AddressSpace& as, Registers& regs) override;
+  absl::Status LoadFpState(AddressSpace& as, Registers& regs) override;
+  void Interrupt() override;
+
+ private:
+  absl::Status Bind(const std::shared_ptr<StubProcess>& stub);
+  void Unbind();
+  absl::Status WriteFrame(const Registers& regs);
+  absl::StatusOr<SwitchResult> ReadFrame(Registers& regs);
+  // The frame's ucontext / fpstate in the sentry's view, validated.
+  absl::StatusOr<uint8_t*> Ucontext();
+  absl::StatusOr<std::pair<uint8_t*, size_t>> FpState(uint8_t* uc);
+  static bool OnTick(void* self);
+
+  std::mutex mu_;
+  std::shared_ptr<StubProcess> stub_;  // bound stub (written only by the switching thread)
+  int slot_ = -1;
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = 0;  // the bound stub's pid and thread, for tgkill
+  pid_t tid_ ABSL_GUARDED_BY(mu_) = 0;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool interrupt_pending_ ABSL_GUARDED_BY(mu_) = false;
+  int interrupt_ticks_ ABSL_GUARDED_BY(mu_) = 0;
+  bool fs_known_ = false;
+  uint64_t applied_fs_ = 0;
+};
+
+class SystrapPlatform final : public Platform {
+ public:
+  // Forks the zygote. Must run before the process installs a seccomp filter that the
+  // stubs must not inherit (the sentry's).
+  static absl::StatusOr<std::unique_ptr<SystrapPlatform>> Create(MemoryFileInfo memory_file);
+  ~SystrapPlatform() override;
+
+  std::string Name() const override { return "systrap"; }
+  absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() override;
+  absl::StatusOr<std::unique_ptr<Context>> NewContext() override;
+
+  pid_t zygote_pid() const { return zygote_pid_; }
+  const StubCode& code() const { return code_; }
+  // Returns a context slice to the pool after zeroing it (hole punch).
+  void FreeSlice(int slice);
+
+ private:
+  SystrapPlatform(MemoryFileInfo memory_file, StubCode code)
+      : memory_file_(memory_file), code_(code) {}
+  absl::Status Start();
+  absl::StatusOr<pid_t> ForkStub(int slice);
+
+  const MemoryFileInfo memory_file_;
+  const StubCode code_;
+  UniqueFd ctx_fd_;
+  uint8_t* ctx_map_ = nullptr;  // the whole context memfd, mapped in the sentry
+  ZygotePage* zygote_ = nullptr;
+  pid_t zygote_pid_ = 0;
+  std::mutex zygote_mu_;  // one request at a time
+  std::mutex mu_;
+  std::vector<int> free_slices_ ABSL_GUARDED_BY(mu_);
+  int next_slice_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace usentry::platform::systrap
+
+#endif  // USENTRY_PLATFORM_SYSTRAP_SYSTRAP_PLATFORM_H_
