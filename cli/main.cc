@@ -18,7 +18,7 @@ std::string SyscallsMarkdown();
 
 namespace {
 
-constexpr char kVersion[] = "usentry 0.1.0 (platforms: ptrace)";
+constexpr char kVersion[] = "usentry 0.1.0 (platforms: systrap, ptrace)";
 
 // Exit code of usentry itself failing (bad flag, setup error), as documented.
 constexpr int kUsageError = 125;

@@ -50,8 +50,14 @@ int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
   return 0;
 }
 
-// Body of the sentry child: confine, then run the kernel.
+// Body of the sentry child: host resources, confine, then run the kernel.
 int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process) {
+  // Before confinement: the platform's own processes must not inherit the sentry's filter.
+  absl::StatusOr<sentry::SentryHost> host = sentry::PrepareSentry(config);
+  if (!host.ok()) {
+    fprintf(stderr, "usentry: %s\n", std::string(host.status().message()).c_str());
+    return 125;
+  }
   sentry::confine::ConfineOptions confine;
   confine.own_mount_namespace = (process.namespaces & CLONE_NEWNS) != 0;
   absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineSentry(confine);
@@ -65,7 +71,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
             missing.c_str());
   }
   config.gofer_fd = process.gofer_fd;
-  return sentry::RunSentry(config);
+  return sentry::RunSentry(config, std::move(host).value());
 }
 
 }  // namespace

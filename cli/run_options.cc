@@ -38,7 +38,7 @@ struct RawRunFlags {
   std::vector<std::string> env;
   bool strace = false;
   bool report_unsupported = false;
-  std::string platform = "ptrace";
+  std::string platform = "auto";
 };
 
 absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std::string> argv,
@@ -158,8 +158,10 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
   run->add_flag("--strace", raw.strace, "Print each syscall of the program on stderr");
   run->add_flag("--report-unsupported", raw.report_unsupported,
                 "Report unimplemented syscalls the program used");
-  run->add_option("--platform", raw.platform, "How app code runs")
-      ->check(CLI::IsMember({"ptrace", "systrap"}))
+  run->add_option("--platform", raw.platform,
+                  "How app code runs: systrap (fast), ptrace (portable), or auto (systrap, "
+                  "falling back to ptrace with a notice)")
+      ->check(CLI::IsMember({"auto", "systrap", "ptrace"}))
       ->capture_default_str();
   // Everything from PROGRAM on belongs to the program, even if it looks like a flag.
   run->prefix_command();

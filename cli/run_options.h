@@ -34,7 +34,7 @@ struct RunOptions {
   std::vector<std::string> env;  // the complete environment, "K=V"
   bool strace = false;
   bool report_unsupported = false;
-  std::string platform = "ptrace";
+  std::string platform = "auto";
   std::vector<std::string> argv;  // PROGRAM ARGS...
 };
 

@@ -40,7 +40,7 @@ TEST(ParseCommandLineTest, RunWithDashDash) {
   EXPECT_EQ(c->kind, Command::Kind::kRun);
   EXPECT_THAT(c->run.argv, ElementsAre("python3", "script.py", "--flag"));
   EXPECT_EQ(c->run.workdir, "/workspace");
-  EXPECT_EQ(c->run.platform, "ptrace");
+  EXPECT_EQ(c->run.platform, "auto");
   EXPECT_FALSE(c->run.strace);
   EXPECT_FALSE(c->run.rootfs.has_value());
   EXPECT_THAT(c->run.env,

@@ -150,7 +150,33 @@ int ExitCodeOf(int wait_status) {
 
 }  // namespace
 
-int RunSentry(const SentryConfig& cfg) {
+absl::StatusOr<SentryHost> PrepareSentry(const SentryConfig& cfg) {
+  const auto prefixed = [](const char* what, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+  };
+  SentryHost host;
+  auto mf = mm::MemoryFile::Create(kMemoryFileCapacity);
+  if (!mf.ok()) return prefixed("memory file", mf.status());
+  host.memory_file = std::move(mf).value();
+  const platform::MemoryFileInfo info{host.memory_file->fd()};
+  std::string name = cfg.platform;
+  if (name == "auto") {
+    auto systrap = platform::NewPlatform("systrap", info);
+    if (systrap.ok()) {
+      host.platform = std::move(systrap).value();
+      return host;
+    }
+    fprintf(stderr, "usentry: notice: systrap platform unavailable here (%s); using ptrace\n",
+            std::string(systrap.status().message()).c_str());
+    name = "ptrace";
+  }
+  auto p = platform::NewPlatform(name, info);
+  if (!p.ok()) return prefixed("platform", p.status());
+  host.platform = std::move(p).value();
+  return host;
+}
+
+int RunSentry(const SentryConfig& cfg, SentryHost host) {
   auto fail = [](const std::string& what, const absl::Status& s) {
     fprintf(stderr, "usentry: %s: %s\n", what.c_str(), std::string(s.message()).c_str());
     return kExitSetupFailed;
@@ -159,10 +185,6 @@ int RunSentry(const SentryConfig& cfg) {
     fprintf(stderr, "usentry: no program to run\n");
     return kExitSetupFailed;
   }
-  auto mf = mm::MemoryFile::Create(kMemoryFileCapacity);
-  if (!mf.ok()) return fail("memory file", mf.status());
-  auto platform = platform::NewPlatform(cfg.platform, platform::MemoryFileInfo{(*mf)->fd()});
-  if (!platform.ok()) return fail("platform", platform.status());
   auto gofer = std::make_unique<gofer::Client>(UniqueFd(cfg.gofer_fd));
   fsimpl::VfsConfig vcfg;
   vcfg.mounts = cfg.mounts;
@@ -178,9 +200,11 @@ int RunSentry(const SentryConfig& cfg) {
   Credentials& c = opts.initial_creds;
   c.ruid = c.euid = c.suid = c.fsuid = cfg.uid;
   c.rgid = c.egid = c.sgid = c.fsgid = cfg.gid;
-  auto kernel = std::make_unique<Kernel>(opts, std::move(platform).value(), std::move(mf).value(),
-                                         std::move(vfs).value());
-  Kernel& k = *kernel;
+  // The kernel is deliberately never destroyed, on any return path: the sentry process
+  // exits right after RunSentry returns, while the signal forwarder, host-file poller or
+  // a detached task thread leaving its final Mutex::Unlock may still be using it.
+  Kernel& k = *new Kernel(opts, std::move(host.platform), std::move(host.memory_file),
+                          std::move(vfs).value());
   StartSignalForwarder(k);
   if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k, absl::MakeConstSpan(cfg.stdio_fds)); !s.ok())
     return fail("/dev", s);
@@ -240,9 +264,6 @@ int RunSentry(const SentryConfig& cfg) {
     }
   }
   fsimpl::ShutdownHostFiles(k);
-  // The kernel is deliberately not destroyed: the sentry process exits right after this
-  // returns, and a detached task thread may still be leaving its final Mutex::Unlock.
-  (void)kernel.release();
   return exit_code;
 }
 

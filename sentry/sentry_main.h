@@ -3,8 +3,13 @@
 #ifndef USENTRY_SENTRY_SENTRY_MAIN_H_
 #define USENTRY_SENTRY_SENTRY_MAIN_H_
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "platform/platform.h"
+#include "sentry/mm/memory_file.h"
 
 namespace usentry::sentry {
 
@@ -20,7 +25,7 @@ struct SentryConfig {
   std::vector<std::string> envp;  // the complete, already filtered environment
   std::string workdir = "/workspace";
   std::vector<MountSpec> mounts;
-  std::string platform = "ptrace";
+  std::string platform = "auto";  // "systrap", "ptrace", or "auto" (systrap, else ptrace)
   bool strace = false;
   bool report_unsupported = false;
   std::string hostname = "usentry";
@@ -31,10 +36,21 @@ struct SentryConfig {
   uint64_t tmpfs_limit_bytes = 1ull << 30;  // writable layer cap
 };
 
+// What the sentry takes from the host before it confines itself: the memory file and
+// the platform. The systrap platform forks its zygote here, so that stubs do not
+// inherit the sentry's seccomp filter (whose KILL would override the stubs' TRAP).
+struct SentryHost {
+  std::unique_ptr<mm::MemoryFile> memory_file;
+  std::unique_ptr<platform::Platform> platform;
+};
+// For platform "auto", a host without systrap support gets ptrace and a one-line
+// notice on stderr. Errors name what failed.
+absl::StatusOr<SentryHost> PrepareSentry(const SentryConfig& config);
+
 // Runs the sandboxed program to completion and returns the usentry exit code: the app's
 // exit status, 128+N if it died of signal N, 126 (not executable), 127 (not found),
 // 125 (sentry setup failed; a one-line reason was printed on stderr).
-int RunSentry(const SentryConfig& config);
+int RunSentry(const SentryConfig& config, SentryHost host);
 
 }  // namespace usentry::sentry
 

@@ -354,7 +354,7 @@ TEST_P(FsAttackTest, HostEnvironmentIsInvisible) {
   EXPECT_THAT(p.out, Not(HasSubstr("USENTRY_HOSTILE_SECRET"))) << p.Describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(Platforms, FsAttackTest, ::testing::Values("ptrace"));
+INSTANTIATE_TEST_SUITE_P(Platforms, FsAttackTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
 }  // namespace usentry::testing

@@ -174,7 +174,7 @@ TEST_P(KernelAttackTest, NprocDoesNotKillTheSentry) {
   EXPECT_GT(atoi(r.out.c_str()), 0) << r.Describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(Platforms, KernelAttackTest, ::testing::Values("ptrace"));
+INSTANTIATE_TEST_SUITE_P(Platforms, KernelAttackTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
 }  // namespace usentry::testing

@@ -103,7 +103,7 @@ TEST_P(CliTest, StdinAndStdoutPassThrough) {
   EXPECT_EQ(r.out, "HELLO FROM STDIN\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(Platforms, CliTest, ::testing::Values("ptrace"));
+INSTANTIATE_TEST_SUITE_P(Platforms, CliTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
 }  // namespace usentry::testing

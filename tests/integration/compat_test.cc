@@ -124,7 +124,7 @@ print(sorted(k for k in os.environ))
 
 TEST_P(CompatTest, Python) { ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}); }
 
-INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::Values("ptrace"));
+INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
 }  // namespace usentry::testing

@@ -120,7 +120,7 @@ TEST_P(IsolationTest, NothingOutsideTheMountsIsReachable) {
   EXPECT_FALSE(HostPathExists(host.path() + "/new")) << w.Describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(Platforms, IsolationTest, ::testing::Values("ptrace"));
+INSTANTIATE_TEST_SUITE_P(Platforms, IsolationTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
 }  // namespace usentry::testing

@@ -34,6 +34,9 @@ struct RunRequest {
 };
 
 // Runs the request to completion (or kills its process group at the timeout).
+// Every platform the integration and hostile tests run on (INSTANTIATE_TEST_SUITE_P).
+inline const std::vector<std::string> kTestPlatforms = {"ptrace", "systrap"};
+
 RunResult RunProcess(const RunRequest& request);
 
 // The environment a sandboxed program starts with (`usentry run` without --env and
