@@ -1,110 +1,366 @@
 #!/usr/bin/env bash
-# bench/compare.sh: what the sandbox costs. Runs bench/syscall_bench natively and under
-# `usentry run` (each platform), and under bwrap / runsc when they are installed, plus
-# whole workloads timed with repetition; prints medians and ratios to native.
-# Usage: bench/compare.sh [BUILD_DIR]
-#   env: PLATFORMS="ptrace systrap" (default ptrace), REPS=10 (workload runs),
-#        BENCH_ARGS="--benchmark_min_time=0.1" (extra syscall_bench flags)
-# A measurement, not a test: nothing here passes or fails on timing.
+# bench/compare.sh: what the sandbox costs. Runs the same work natively, under
+# `usentry run` for each platform, and under bwrap and runsc (gVisor) when they are
+# installed, side by side in one run, and prints medians and ratios to native.
+#
+# Usage: bench/compare.sh [BUILD_DIR]     (default: build-bench next to bench/)
+# Environment (all optional):
+#   PLATFORMS="ptrace systrap"  usentry platforms; default: every one for which
+#                               `usentry run --platform P -- /bin/true` exits 0
+#   RUNSC_PLATFORMS="ptrace systrap"  runsc platforms to try (columns runsc-P)
+#   RUNNERS="native usentry-ptrace"   only these columns (default: all found)
+#   PARTS="micro workloads idle"      which groups of rows to measure
+#   REPS=10          runs per workload (median), after one checked warm-up run
+#   BENCH_ARGS=...   extra syscall_bench flags, e.g. --benchmark_min_time=0.05
+#   IDLE_SECS=10     duration of the idle-CPU `sleep`
+#   FORKS=1000       iterations of the sh fork loop
+#   TIMEOUT=900      seconds before one command (or one workload's REPS) is killed
+#   IDLE_ACCOUNTING=rusage   use getrusage even when a cgroup can be made (see below)
+#   USENTRY, BENCH   paths of the usentry CLI and of syscall_bench
+# A measurement, not a test: nothing here passes or fails on timing. A runner that
+# fails leaves its cells as "-" and says why in one line on stderr.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../build}
+build=${1:-$here/../build-bench}
 usentry=${USENTRY:-$build/cli/usentry}
 bench=${BENCH:-$build/bench/syscall_bench}
-platforms=${PLATFORMS:-ptrace}
 reps=${REPS:-10}
+idle_secs=${IDLE_SECS:-10}
+forks=${FORKS:-1000}
+limit=${TIMEOUT:-900}
+parts=" ${PARTS:-micro workloads idle} "
 read -r -a bench_args <<<"${BENCH_ARGS:-}"
-bench_dir=$(cd "$(dirname "$bench")" && pwd)
-bench_name=$(basename "$bench")
+# Debian's interpreter and compiler, not whatever PATH finds first (pyenv shims).
+python=/usr/bin/python3
+gcc=/usr/bin/gcc
+
+note() { echo "compare.sh: $*" >&2; }
+# POSIX single quotes (which hyperfine -N's word splitting also understands), and a
+# command line for messages, quoted where needed.
+sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+show() {
+  local a words=()
+  for a in "$@"; do
+    if [[ $a =~ ^[-A-Za-z0-9_./:=+,@%]+$ ]]; then words+=("$a"); else words+=("$(sq "$a")"); fi
+  done
+  echo "${words[*]}"
+}
+# The last non-empty line of a file, for one-line failure reasons.
+last_line() { awk 'NF { l = $0 } END { print substr(l, 1, 200) }' "$1" 2>/dev/null; }
+
 tmp=$(mktemp -d /tmp/usentry-compare-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cgroup=""
+cleanup() {
+  if [[ -n $cgroup ]]; then
+    # Stragglers (processes a runner did not reap) may take a moment to die.
+    for _ in 1 2 3 4 5; do rmdir "$cgroup" 2>/dev/null && break; sleep 0.2; done
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 
-[[ -x $usentry ]] || { echo "compare.sh: $usentry not built" >&2; exit 1; }
-[[ -x $bench ]] || { echo "compare.sh: $bench not built" >&2; exit 1; }
+if [[ -x $bench ]]; then
+  bench_dir=$(cd "$(dirname "$bench")" && pwd)
+  bench_name=$(basename "$bench")
+else
+  note "$bench not built; no microbenchmarks"
+  parts=${parts/ micro / }
+fi
 
-# Runners: a name and a command prefix; the program follows. The benchmark binary is
-# mounted at /bench in the sandbox (the build tree is not part of the default view).
+# --- runners ---
+# set_argv RUNNER MICRO CMD...: sets argv to CMD run by RUNNER. MICRO=1 adds what the
+# benchmark binary needs: usentry gets the build dir mounted at /bench, since the
+# build tree is not part of its default view (see bench_cmd).
+argv=()
+set_argv() {
+  local r=$1 micro=$2
+  shift 2
+  case $r in
+    native) argv=() ;;
+    usentry-*)
+      argv=("$usentry" run --platform "${r#usentry-}")
+      if ((micro)); then argv+=(--mount "$bench_dir:/bench:ro"); fi
+      argv+=(--)
+      ;;
+    bwrap)
+      argv=(bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all
+        --die-with-parent --)
+      ;;
+    # runsc (gVisor) `do`: the host root read-only under a tmpfs overlay, as root.
+    # --ignore-cgroups keeps the sandbox in our cgroup (otherwise runsc moves it into
+    # runsc-PID cgroups, which the idle-CPU accounting would not see, and may leave
+    # them behind).
+    runsc-*) argv=(runsc --ignore-cgroups --platform="${r#runsc-}" --network=none "do" --) ;;
+    *)
+      note "unknown runner $r (expected native, usentry-P, bwrap or runsc-P)"
+      argv=(false)
+      return
+      ;;
+  esac
+  argv+=("$@")
+}
+# The microbenchmark binary's path as seen by RUNNER.
+bench_cmd() { if [[ $1 == usentry-* ]]; then echo "/bench/$bench_name"; else echo "$bench"; fi; }
+
+# probe RUNNER WHAT-THEN: does it run /bin/true? On failure prints the reason and what
+# happens to the column, and returns 1.
+probe() {
+  set_argv "$1" 0 /bin/true
+  if timeout -k 5 120 "${argv[@]}" </dev/null >/dev/null 2>"$tmp/probe.err"; then
+    return 0
+  fi
+  note "$1: \`$(show "${argv[@]}")\` failed, $2: $(last_line "$tmp/probe.err")"
+  return 1
+}
+
+# A runner whose probe fails is dropped with a note, unless it was asked for
+# explicitly (RUNNERS, PLATFORMS): then it keeps its column of "-" (dead[R]=1).
 runners=(native)
-declare -A prefix=([native]="")
-declare -A bench_path=([native]="$bench")
-for p in $platforms; do
-  runners+=("usentry-$p")
-  prefix[usentry-$p]="$usentry run --platform $p --mount $bench_dir:/bench:ro --"
-  bench_path[usentry-$p]="/bench/$bench_name"
-done
-if command -v bwrap >/dev/null; then
-  runners+=(bwrap)
-  prefix[bwrap]="bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent --"
-  bench_path[bwrap]="$bench"
+declare -A dead
+if [[ -n ${RUNNERS:-} ]]; then
+  runners=()
+  for r in $RUNNERS; do
+    case $r in
+      native | usentry-?* | bwrap | runsc-?*) runners+=("$r") ;;
+      *) note "unknown runner $r (expected native, usentry-P, bwrap or runsc-P); ignored" ;;
+    esac
+  done
+  for r in "${runners[@]}"; do probe "$r" "its cells are -" || dead[$r]=1; done
+else
+  if [[ -x $usentry ]]; then
+    for p in ${PLATFORMS:-ptrace systrap}; do
+      # An explicitly requested platform keeps its column even when it fails.
+      if [[ -n ${PLATFORMS:-} ]]; then
+        runners+=("usentry-$p")
+        probe "usentry-$p" "its cells are -" || dead[usentry-$p]=1
+      elif probe "usentry-$p" "skipped (this build does not run it)"; then
+        runners+=("usentry-$p")
+      fi
+    done
+  else
+    note "$usentry not built; no usentry columns"
+  fi
+  if command -v bwrap >/dev/null; then
+    probe bwrap skipped && runners+=(bwrap)
+  else
+    note "bwrap not installed (apt-get install bubblewrap); no bwrap column"
+  fi
+  if command -v runsc >/dev/null; then
+    for p in ${RUNSC_PLATFORMS:-ptrace systrap}; do
+      probe "runsc-$p" skipped && runners+=("runsc-$p")
+    done
+  else
+    note "runsc not installed (apt-get install runsc); no runsc columns"
+  fi
 fi
-if command -v runsc >/dev/null; then
-  runners+=(runsc)
-  prefix[runsc]="runsc --network=none do"
-  bench_path[runsc]="$bench"
-fi
+((${#runners[@]})) || { note "no runners"; exit 1; }
+note "runners: ${runners[*]}"
 
-# --- microbenchmarks: median of 5 repetitions, in ns ---
+# --- microbenchmarks: syscall_bench, median of 5 repetitions, in ns ---
 declare -A micro
 names=()
-for r in "${runners[@]}"; do
-  out=$tmp/micro-$r.csv
-  # shellcheck disable=SC2086
-  if ! ${prefix[$r]} "${bench_path[$r]}" --benchmark_format=csv --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true "${bench_args[@]}" >"$out" 2>"$tmp/micro-$r.err"; then
-    echo "compare.sh: $r: syscall_bench failed (see below); its column is empty" >&2
-    tail -3 "$tmp/micro-$r.err" >&2
-  fi
-  while IFS=, read -r name _iters real _cpu unit _rest; do
-    name=${name//\"/}
-    [[ $name == *_median ]] || continue
-    base=${name%_median}
-    case $unit in ns) f=1 ;; us) f=1000 ;; ms) f=1000000 ;; s) f=1000000000 ;; *) f=1 ;; esac
-    micro[$r,$base]=$(awk -v t="$real" -v f="$f" 'BEGIN { printf "%.0f", t * f }')
-    [[ $r == native ]] && names+=("$base")
-  done <"$out"
-done
+declare -A seen
+if [[ $parts == *" micro "* ]]; then
+  for r in "${runners[@]}"; do
+    [[ -n ${dead[$r]:-} ]] && continue
+    out=$tmp/micro-$r.csv
+    set_argv "$r" 1 "$(bench_cmd "$r")" --benchmark_format=csv --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true "${bench_args[@]}"
+    if ! timeout -k 10 "$limit" "${argv[@]}" </dev/null >"$out" 2>"$tmp/micro-$r.err"; then
+      note "$r: syscall_bench failed, missing rows are '-': $(last_line "$tmp/micro-$r.err")"
+    fi
+    while IFS=, read -r name _iters real _cpu unit _rest; do
+      name=${name//\"/}
+      [[ $name == *_median && -n $real ]] || continue
+      base=${name%_median}
+      case $unit in ns) f=1 ;; us) f=1000 ;; ms) f=1000000 ;; s) f=1000000000 ;; *) f=1 ;; esac
+      micro[$r,$base]=$(awk -v t="$real" -v f="$f" 'BEGIN { printf "%.0f", t * f }')
+      if [[ -z ${seen[$base]:-} ]]; then
+        seen[$base]=1
+        names+=("$base")
+      fi
+    done <"$out"
+  done
+fi
 
 # --- workloads: median wall time of $reps runs, in ms ---
-workloads=("/bin/true" "/usr/bin/python3 -c pass")
-declare -A whole
-median_ms() {  # runs "$@" $reps times, prints the median in ms
-  local i start end times=()
+# Row labels, and wl_argv N DIR which sets cmd to workload N writing into DIR (a
+# writable scratch dir: /tmp inside every sandbox, a private dir natively).
+wl_labels=("true ms" "python3 -c pass ms" "python3 imports ms" "gcc -O2 hello ms"
+  "sh ${forks}x true ms")
+cmd=()
+wl_argv() {
+  case $1 in
+    0) cmd=(/bin/true) ;;
+    1) cmd=("$python" -c pass) ;;
+    2) cmd=("$python" -c 'import json, re, os, subprocess, collections, datetime, pathlib, tempfile, argparse, logging, hashlib, typing') ;;
+    3) cmd=(/bin/sh -c "printf '#include <stdio.h>\\nint main(void) { puts(\"hello\"); return 0; }\\n' >$2/h.c && $gcc -O2 -o $2/h $2/h.c") ;;
+    4) cmd=(/bin/sh -c "i=0; while [ \$i -lt $forks ]; do /bin/true; i=\$((i + 1)); done") ;;
+  esac
+}
+scratch() { if [[ $1 == native ]]; then echo "$tmp"; else echo /tmp; fi; }
+
+# median_ms RUNNER LABEL: times argv $reps times; prints the median in ms, or nothing
+# (and a reason on stderr) if it fails. The first, untimed run is the warm-up and
+# catches failures with their message.
+median_ms() {
+  local r=$1 label=$2 i start end q="" a rc times=()
+  timeout -k 10 "$limit" "${argv[@]}" </dev/null >/dev/null 2>"$tmp/wl.err"
+  rc=$?
+  if ((rc != 0)); then
+    note "$r: $label: \`$(show "${argv[@]}")\` failed (exit $rc): $(last_line "$tmp/wl.err")"
+    return
+  fi
   if command -v hyperfine >/dev/null; then
-    hyperfine -N --runs "$reps" --warmup 1 --export-csv "$tmp/h.csv" -- "$*" >/dev/null 2>&1 &&
+    for a in "${argv[@]}"; do q+="$(sq "$a") "; done
+    rm -f "$tmp/h.csv"
+    if timeout -k 10 "$((limit * reps))" hyperfine -N --runs "$reps" -n w \
+        --export-csv "$tmp/h.csv" -- "$q" </dev/null >/dev/null 2>"$tmp/wl.err"; then
       awk -F, 'NR == 2 { printf "%.2f", $4 * 1000 }' "$tmp/h.csv"
+    else
+      note "$r: $label: hyperfine failed: $(last_line "$tmp/wl.err")"
+    fi
     return
   fi
   for ((i = 0; i < reps; i++)); do
-    start=$(date +%s%N)
-    "$@" >/dev/null 2>&1
-    end=$(date +%s%N)
-    times+=($(((end - start) / 1000)))
+    start=${EPOCHREALTIME/[.,]/}
+    if ! timeout -k 10 "$limit" "${argv[@]}" </dev/null >/dev/null 2>"$tmp/wl.err"; then
+      note "$r: $label: run $i failed: $(last_line "$tmp/wl.err")"
+      return
+    fi
+    end=${EPOCHREALTIME/[.,]/}
+    times+=($((end - start)))
   done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%.2f", a[int((NR + 1) / 2)] / 1000 }'
+  printf '%s\n' "${times[@]}" | sort -n |
+    awk '{ a[NR] = $1 } END { printf "%.2f", a[int((NR + 1) / 2)] / 1000 }'
 }
-for r in "${runners[@]}"; do
-  for w in "${workloads[@]}"; do
-    # shellcheck disable=SC2086
-    whole[$r,$w]=$(median_ms ${prefix[$r]} $w)
+declare -A whole
+if [[ $parts == *" workloads "* ]]; then
+  command -v hyperfine >/dev/null || note "hyperfine not installed; timing with a bash loop"
+  for r in "${runners[@]}"; do
+    [[ -n ${dead[$r]:-} ]] && continue
+    for i in "${!wl_labels[@]}"; do
+      wl_argv "$i" "$(scratch "$r")"
+      set_argv "$r" 0 "${cmd[@]}"
+      whole[$r,$i]=$(median_ms "$r" "${wl_labels[$i]}")
+    done
   done
-done
+fi
+
+# --- idle CPU: `sleep $idle_secs` under each runner; CPU of the whole process tree ---
+# Preferred: a cgroup of our own (v1 cpuacct or v2 cpu.stat) that the runner starts in,
+# so every process it creates is counted, reaped or not. Fallback: bash's `time`, i.e.
+# getrusage(RUSAGE_CHILDREN), which counts a descendant only if every process between
+# it and us waited for it. For usentry that holds: the CLI waits for the gofer and the
+# sentry, the sentry for the stubs it creates. Checked on 2026-11-29 with a shell busy
+# loop under usentry-ptrace: 1962 ms by rusage, 1977 ms by cgroup (sleep 3: 81 vs 92 ms,
+# the difference being the measuring shell's own commands). It does not hold for runsc:
+# the CPU of its ptrace stubs never reaches runsc's rusage (a 3.3 s busy loop under
+# runsc-ptrace showed as 0.44 s of rusage but 3.3 s in the cgroup).
+setup_cgroup() {
+  local mnt rel d
+  mnt=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpuacct(,|$)/ { print $2; exit }' /proc/self/mounts)
+  rel=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ { print $3; exit }' /proc/self/cgroup)
+  if [[ -n $mnt && -n $rel ]]; then
+    d=$mnt${rel%/}/usentry-compare-$$
+    if mkdir "$d" 2>/dev/null; then cgroup=$d cg_file=$d/cpuacct.usage cg_scale=1; return; fi
+  fi
+  mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+  rel=$(awk -F: '$1 == "0" { print $3; exit }' /proc/self/cgroup)
+  if [[ -n $mnt && -n $rel ]]; then
+    d=$mnt${rel%/}/usentry-compare-$$
+    if mkdir "$d" 2>/dev/null; then cgroup=$d cg_file=$d/cpu.stat cg_scale=1000; return; fi
+  fi
+}
+cg_ns() { awk -v s="$cg_scale" 'NF == 1 || $1 == "usage_usec" { printf "%.0f", $NF * s; exit }' "$cg_file"; }
+# idle_pct RUNNER: prints CPU seconds / wall seconds * 100 for argv, or nothing.
+idle_pct() {
+  local r=$1 start end before after times
+  start=${EPOCHREALTIME/[.,]/}
+  if [[ -n $cgroup ]]; then
+    before=$(cg_ns)
+    (echo "$BASHPID" >"$cgroup/cgroup.procs" && exec timeout -k 10 "$limit" "${argv[@]}") \
+      </dev/null >/dev/null 2>"$tmp/idle.err"
+  else
+    local TIMEFORMAT='%3U %3S'
+    { time timeout -k 10 "$limit" "${argv[@]}" </dev/null >/dev/null 2>"$tmp/idle.err"; } \
+      2>"$tmp/idle.time"
+  fi
+  local rc=$?
+  end=${EPOCHREALTIME/[.,]/}
+  if ((rc != 0)); then
+    note "$r: idle: \`$(show "${argv[@]}")\` failed (exit $rc): $(last_line "$tmp/idle.err")"
+    return
+  fi
+  if [[ -n $cgroup ]]; then
+    sleep 0.2 # let unreaped stragglers finish dying
+    after=$(cg_ns)
+    awk -v c="$((after - before))" -v w="$((end - start))" 'BEGIN { printf "%.2f", c / 10 / w }'
+  else
+    read -r -a times <"$tmp/idle.time"
+    awk -v u="${times[0]}" -v s="${times[1]}" -v w="$((end - start))" \
+      'BEGIN { printf "%.2f", (u + s) * 1e8 / w }'
+  fi
+}
+declare -A idle
+if [[ $parts == *" idle "* ]]; then
+  [[ ${IDLE_ACCOUNTING:-cgroup} == rusage ]] || setup_cgroup
+  if [[ -n $cgroup ]]; then
+    note "idle CPU from cgroup $cgroup"
+  else
+    note "idle CPU from getrusage of waited-for children (no writable cgroup); misses unreaped processes"
+  fi
+  for r in "${runners[@]}"; do
+    [[ -n ${dead[$r]:-} ]] && continue
+    set_argv "$r" 0 /bin/sleep "$idle_secs"
+    idle[$r]=$(idle_pct "$r")
+  done
+fi
 
 # --- table ---
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'; }
+w=12
+others=()  # the ratio columns
+for r in "${runners[@]}"; do
+  ((${#r} + 1 > w)) && w=$((${#r} + 1))
+  [[ $r == native ]] || others+=("$r")
+done
+rw=$((w + 4))
+# row LABEL ratio|none: prints one line from the values v[runner], with ratios to
+# native or "n/a" in the ratio columns.
+declare -A v
+row() {
+  local r
+  printf '%-24s' "$1"
+  for r in "${runners[@]}"; do printf " %${w}s" "${v[$r]:--}"; done
+  for r in "${others[@]}"; do
+    if [[ $2 == ratio ]]; then
+      printf " %${rw}s" "$(ratio "${v[$r]:-}" "${v[native]:-}")"
+    else
+      printf " %${rw}s" "n/a"
+    fi
+  done
+  printf '\n'
+}
 printf '%-24s' "benchmark (median)"
-for r in "${runners[@]}"; do printf ' %14s' "$r"; done
-for r in "${runners[@]:1}"; do printf ' %18s' "$r/nat"; done
+for r in "${runners[@]}"; do printf " %${w}s" "$r"; done
+for r in "${others[@]}"; do printf " %${rw}s" "$r/nat"; done
 printf '\n'
 for n in "${names[@]}"; do
-  printf '%-24s' "${n#BM_} ns"
-  for r in "${runners[@]}"; do printf ' %14s' "${micro[$r,$n]:--}"; done
-  for r in "${runners[@]:1}"; do printf ' %18s' "$(ratio "${micro[$r,$n]:-}" "${micro[native,$n]:-}")"; done
-  printf '\n'
+  v=()
+  for r in "${runners[@]}"; do v[$r]=${micro[$r,$n]:-}; done
+  row "${n#BM_} ns" ratio
 done
-for w in "${workloads[@]}"; do
-  printf '%-24s' "${w##*/} ms"
-  for r in "${runners[@]}"; do printf ' %14s' "${whole[$r,$w]:--}"; done
-  for r in "${runners[@]:1}"; do printf ' %18s' "$(ratio "${whole[$r,$w]:-}" "${whole[native,$w]:-}")"; done
-  printf '\n'
-done
+if [[ $parts == *" workloads "* ]]; then
+  for i in "${!wl_labels[@]}"; do
+    v=()
+    for r in "${runners[@]}"; do v[$r]=${whole[$r,$i]:-}; done
+    row "${wl_labels[$i]}" ratio
+  done
+fi
+if [[ $parts == *" idle "* ]]; then
+  v=()
+  for r in "${runners[@]}"; do v[$r]=${idle[$r]:-}; done
+  row "idle sleep ${idle_secs}s %cpu" none
+fi

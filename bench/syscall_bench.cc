@@ -56,6 +56,10 @@ BENCHMARK(BM_Stat);
 
 void BM_ReadDevZero(benchmark::State& state) {
   int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    state.SkipWithError("open /dev/zero failed");
+    return;
+  }
   char c;
   for (auto _ : state) benchmark::DoNotOptimize(read(fd, &c, 1));
   close(fd);
@@ -64,6 +68,10 @@ BENCHMARK(BM_ReadDevZero);
 
 void BM_WriteDevNull(benchmark::State& state) {
   int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    state.SkipWithError("open /dev/null failed");
+    return;
+  }
   char c = 'x';
   for (auto _ : state) benchmark::DoNotOptimize(write(fd, &c, 1));
   close(fd);
@@ -78,6 +86,10 @@ void BM_PipeRoundTrip(benchmark::State& state) {
     return;
   }
   pid_t pid = fork();
+  if (pid < 0) {
+    state.SkipWithError("fork failed");
+    return;
+  }
   if (pid == 0) {
     // Only our ends stay open, so the parent closing its end is our EOF.
     close(to_child[1]);
@@ -108,7 +120,10 @@ void BM_ForkExitWait(benchmark::State& state) {
     pid_t pid = fork();
     if (pid == 0) _exit(0);
     int status;
-    waitpid(pid, &status, 0);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+      state.SkipWithError("fork or wait failed");
+      break;
+    }
   }
 }
 BENCHMARK(BM_ForkExitWait)->Unit(benchmark::kMicrosecond);
@@ -123,8 +138,8 @@ void BM_ExecveTrue(benchmark::State& state) {
       _exit(127);
     }
     int status;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
       state.SkipWithError("/bin/true failed");
       break;
     }
