@@ -11,7 +11,8 @@
 namespace usentry::platform {
 
 absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
-                                                      MemoryFileInfo memory_file) {
+                                                      MemoryFileInfo memory_file,
+                                                      PlatformOptions options) {
   if (name != "ptrace" && name != "systrap") {
     return absl::InvalidArgumentError(absl::StrFormat(
         "NewPlatform(name=\"%s\"): unknown platform; available: ptrace, systrap", name));
@@ -23,7 +24,7 @@ absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
   }
   if (name == "systrap") {
     ASSIGN_OR_RETURN(std::unique_ptr<systrap::SystrapPlatform> p,
-                     systrap::SystrapPlatform::Create(memory_file));
+                     systrap::SystrapPlatform::Create(memory_file, options));
     return std::unique_ptr<Platform>(std::move(p));
   }
   return std::unique_ptr<Platform>(new ptrace::PtracePlatform(memory_file));

@@ -99,9 +99,16 @@ struct MemoryFileInfo {
   int fd = -1;
 };
 
-// Explicit factory (no static registrars). `name` is "ptrace" (systrap comes later).
+struct PlatformOptions {
+  // systrap: rewrite `mov $nr, %eax; syscall` call sites into jumps to a trampoline that
+  // enters the sentry without a host signal (see platform/systrap/layout.h).
+  bool syscall_patching = true;
+};
+
+// Explicit factory (no static registrars). `name` is "ptrace" or "systrap".
 absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
-                                                      MemoryFileInfo memory_file);
+                                                      MemoryFileInfo memory_file,
+                                                      PlatformOptions options = {});
 
 }  // namespace usentry::platform
 

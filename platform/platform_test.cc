@@ -502,6 +502,155 @@ TEST_P(PlatformTest, SeveralAddressSpacesAreIndependent) {
   EXPECT_NE(StubPidOf(**other), StubPid());
 }
 
+// --- syscall patching (systrap) -------------------------------------------------
+
+// A loop of `mov $getpid, %eax; syscall` whose results the app sums in rbx: the site is
+// patched at its first trap and later calls come through the fast entry.
+TEST_P(PlatformTest, PatchedSiteKeepsSemantics) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label loop;
+  g.xor_(ebx, ebx);
+  g.mov(r12d, 5);
+  g.L(loop);
+  const size_t site = g.getSize();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.add(rbx, rax);
+  g.dec(r12d);
+  g.jnz(loop);
+  g.mov(rdi, rbx);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  for (int i = 0; i < 5; ++i) {
+    SwitchResult r = Run();
+    ASSERT_EQ(r.kind, SwitchKind::kSyscall) << i;
+    EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid)) << i;
+    EXPECT_EQ(regs_.gp.rip, kCode + site + 7) << i;  // as if the syscall had run
+    EXPECT_EQ(regs_.gp.rcx, kCode + site + 7) << i;
+    EXPECT_EQ(regs_.gp.r12, static_cast<uint64_t>(5 - i)) << i;  // other registers intact
+    regs_.gp.rax = 100 + i;
+  }
+  // The site now jumps to a trampoline: ff 24 25 <table entry>.
+  EXPECT_EQ(MemByte(kCodeOff + site), 0xff);
+  EXPECT_EQ(MemByte(kCodeOff + site + 1), 0x24);
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(regs_.gp.rdi, 100u + 101 + 102 + 103 + 104);
+}
+
+// A restart (rip stepped back over the syscall, as for -ERESTARTSYS) of a patched site
+// makes the same call again; a full register change after a fast call (here: a jump
+// elsewhere, as signal delivery does) and an FPU read both work.
+TEST_P(PlatformTest, PatchedSiteRestartsAndTakesFullRegisterChanges) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label loop, elsewhere;
+  g.L(loop);
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  g.jmp(loop);
+  g.L(elsewhere);
+  g.movq(rdi, xmm1);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);  // patched here
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);  // through the fast entry
+  EXPECT_EQ(regs_.gp.rip, kCode + 7);
+  regs_.gp.rip -= 2;
+  regs_.gp.rax = regs_.gp.orig_rax;
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
+  EXPECT_EQ(regs_.gp.rip, kCode + 7);
+  // FPU state after a fast call, then a jump elsewhere with a changed xmm1.
+  ASSERT_TRUE(ctx_->LoadFpState(*as_, regs_).ok());
+  const uint64_t v = 0x0102030405060708;
+  std::memcpy(regs_.fp + 160 + 16, &v, 8);  // xmm1 low quadword
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, regs_.fp + 512, 8);
+  xstate_bv |= 2;
+  std::memcpy(regs_.fp + 512, &xstate_bv, 8);
+  regs_.fp_dirty = true;
+  regs_.gp.rip = kCode + elsewhere.getAddress() - g.getCode();
+  r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(regs_.gp.rdi, v);
+}
+
+// `syscall; cmp $-4095, %rax` with the number already in eax (glibc's syscall()).
+TEST_P(PlatformTest, PatchedCmpFormKeepsSemantics) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label loop, error;
+  g.mov(r12d, 4);
+  g.L(loop);
+  g.mov(esi, SYS_getpid);
+  g.mov(rax, rsi);  // not `mov $nr, %eax`, which would make it the other form
+  const size_t site = g.getSize();
+  g.syscall();
+  g.cmp(rax, -4095);
+  g.jae(error);
+  g.dec(r12d);
+  g.jnz(loop);
+  g.mov(edi, 0);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  g.L(error);
+  g.mov(rdi, rax);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Run().kind, SwitchKind::kSyscall) << i;
+    EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid)) << i;
+    regs_.gp.rax = 7;  // success: the cmp must see it and fall through
+  }
+  EXPECT_EQ(MemByte(kCodeOff + site), 0xff);
+  // A restart of the patched call is the same call again.
+  regs_.gp.rip -= 2;
+  regs_.gp.rax = regs_.gp.orig_rax;
+  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  regs_.gp.rax = static_cast<uint64_t>(-EPERM);  // failure: the cmp sends it to `error`
+  SwitchResult r = Run();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(static_cast<int64_t>(regs_.gp.rdi), -EPERM);
+}
+
+TEST_P(PlatformTest, PatchingCanBeTurnedOff) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto platform = NewPlatform(GetParam(), MemoryFileInfo{.fd = memfd_.get()},
+                              PlatformOptions{.syscall_patching = false});
+  ASSERT_TRUE(platform.ok()) << platform.status();
+  auto as = (*platform)->NewAddressSpace();
+  ASSERT_TRUE(as.ok());
+  auto ctx = (*platform)->NewContext();
+  ASSERT_TRUE(ctx.ok());
+  auto g = Gen();
+  Xbyak::Label loop;
+  g.L(loop);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.jmp(loop);
+  ASSERT_EQ(pwrite(memfd_.get(), g.getCode(), g.getSize(), kCodeOff),
+            static_cast<ssize_t>(g.getSize()));
+  ASSERT_TRUE((*as)->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
+  Registers regs;
+  regs.gp.rip = kCode;
+  for (int i = 0; i < 3; ++i) {
+    auto r = (*ctx)->Switch(**as, regs);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->kind, SwitchKind::kSyscall);
+  }
+  EXPECT_EQ(MemByte(kCodeOff), 0xb8);  // still `mov $getpid, %eax`
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, PlatformTest, ::testing::Values("ptrace", "systrap"),
                          [](const auto& info) { return info.param; });
 

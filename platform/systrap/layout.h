@@ -24,12 +24,34 @@ inline constexpr uint64_t kPageSize = 4096;
 inline constexpr uint64_t kSlotSize = 64 * 1024;  // power of two: slot = rsp & ~(size-1)
 inline constexpr int kMaxSlots = 64;              // control thread + 63 app threads
 inline constexpr uint64_t kCtxRegionSize = kSlotSize * kMaxSlots;
+// The context memfd: one region slice per live stub process, then the patch area.
+inline constexpr int kMaxStubs = 4096;
 
 // Inside a slot: the header page, the stack a new thread starts on (it only makes a
 // few syscalls there), and the signal stack every trap's frame is written to.
 inline constexpr uint64_t kThreadStackTop = 16 * 1024;
 inline constexpr uint64_t kAltStackOffset = 16 * 1024;
 inline constexpr uint64_t kAltStackSize = kSlotSize - kAltStackOffset;
+
+// Syscall patching: two call-site forms in app code become `jmp *kPatchBase+8*k`
+// (7 bytes): slot k of a table whose entry points at trampoline k, which jumps to the
+// stub's fast entry (entry 0 of the table) with rcx = where to return.
+//  * `mov $nr, %eax; syscall` (7 bytes): the trampoline sets eax = nr, returns to the
+//    site's end.
+//  * `syscall; cmp $-4095 (or -4096), %rax` (8 bytes; glibc's syscall() and wrappers
+//    that load eax otherwise): patched as the jmp and a nop; eax already holds nr; the
+//    return goes to the trampoline's tail, which does the cmp and jumps back. The area is shared by every stub of a platform (a site patched
+// before a fork stays valid in the child) and mapped read-only; only the sentry writes
+// it. It sits below 2 GiB (absolute disp32 addressing) where apps do not map: the
+// sentry's lowest app address (mm's kMinAddr) is above it.
+inline constexpr uint64_t kPatchBase = 0x10000;
+inline constexpr uint64_t kPatchSize = 64 * 1024;
+inline constexpr int kPatchSlots = 1024;  // table entries; entry 0 is the fast entry
+inline constexpr uint64_t kTrampolineOffset = 8 * kPatchSlots;
+inline constexpr uint64_t kTrampolineSize = 48;
+static_assert(kTrampolineOffset + kPatchSlots * kTrampolineSize <= kPatchSize);
+inline constexpr uint64_t kPatchFileOffset = uint64_t{kMaxStubs} * kCtxRegionSize;
+inline constexpr uint64_t kCtxFileSize = kPatchFileOffset + kPatchSize;
 
 // SlotHeader::state, the futex word both sides wait on.
 enum SlotState : uint32_t {
@@ -44,6 +66,35 @@ enum SlotOp : uint32_t {
   kOpSyscall = 2,     // run syscall `nr` with `args`, put rax in `result`, trap again
   kOpNewThread = 3,   // control thread: start an app thread in the slot at args[0]
   kOpExitThread = 4,  // app thread: exit(0) (the slot is being released)
+  kOpFastResume = 5,  // fast entry: return to the app with rax = fast_regs[kFastRax]
+  kOpSlow = 6,        // fast entry: restore the app's registers and trap (ud2) into the
+                      // handler, so the sentry gets a full signal frame to work with
+};
+
+// SlotHeader::kind: how the thread reported.
+enum TrapKind : uint64_t {
+  kTrapFrame = 1,  // from the signal handler: a frame at `ucontext`
+  kTrapFast = 2,   // from the fast entry (a patched site): registers in fast_regs
+};
+
+// Registers saved by the fast entry, in this order (rsp and rflags separately).
+enum FastReg : int {
+  kFastRax,
+  kFastRbx,
+  kFastRcx,
+  kFastRdx,
+  kFastRsi,
+  kFastRdi,
+  kFastRbp,
+  kFastR8,
+  kFastR9,
+  kFastR10,
+  kFastR11,
+  kFastR12,
+  kFastR13,
+  kFastR14,
+  kFastR15,
+  kFastRegCount,
 };
 
 // The first page of every slot. Offsets are used by the generated stub code.
@@ -62,6 +113,12 @@ struct SlotHeader {
   uint64_t set_fs;
   uint64_t tid;          // host tid, written by the thread when it starts
   uint64_t altstack[3];  // stack_t for sigaltstack, built by the thread itself
+  uint64_t kind;         // TrapKind of the last report
+  uint64_t self;         // this slot's stub address (the fast entry finds it via %gs)
+  uint64_t fast_stack;   // top of the stack the fast entry switches to
+  uint64_t fast_rsp;     // the app's rsp at the fast entry
+  uint64_t fast_rflags;  // the app's rflags at the fast entry
+  uint64_t fast_regs[kFastRegCount];
 };
 static_assert(sizeof(SlotHeader) <= kPageSize);
 

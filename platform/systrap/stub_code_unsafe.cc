@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -46,13 +47,16 @@ bool HostHasXsave() {
   return (c & bit_OSXSAVE) != 0;
 }
 
+// Where the interrupted rip is in a signal handler's ucontext (rdx).
+constexpr size_t kGregsRipOffset = offsetof(ucontext_t, uc_mcontext.gregs) + 8 * REG_RIP;
+
 #define OFF(field) static_cast<uint32_t>(offsetof(SlotHeader, field))
 #define ZOFF(field) static_cast<uint32_t>(offsetof(ZygotePage, field))
 
 class Generator : public Xbyak::CodeGenerator {
  public:
   Generator(uint64_t code_page, uint64_t ctx_base)
-      : Xbyak::CodeGenerator(kPageSize, Xbyak::DontSetProtectRWE),
+      : Xbyak::CodeGenerator(kCodeSize, Xbyak::DontSetProtectRWE),
         code_page_(code_page),
         ctx_base_(ctx_base) {}
 
@@ -78,9 +82,9 @@ class Generator : public Xbyak::CodeGenerator {
     Syscall(SYS_munmap);
     CheckZero(die);
     L(skip_mid);
-    if (code_page_ + kPageSize < kTaskSize) {
-      mov(rdi, code_page_ + kPageSize);
-      mov(rsi, kTaskSize - (code_page_ + kPageSize));
+    if (code_page_ + kCodeSize < kTaskSize) {
+      mov(rdi, code_page_ + kCodeSize);
+      mov(rsi, kTaskSize - (code_page_ + kCodeSize));
       Syscall(SYS_munmap);
       CheckZero(die);
     }
@@ -132,6 +136,16 @@ class Generator : public Xbyak::CodeGenerator {
     Syscall(SYS_mmap);
     mov(rcx, ctx_base_);
     cmp(rax, rcx);
+    jne(die, T_NEAR);
+    // The shared patch area, read-only and executable, at its fixed low address.
+    mov(edi, static_cast<uint32_t>(kPatchBase));
+    mov(esi, static_cast<uint32_t>(kPatchSize));
+    mov(edx, PROT_READ | PROT_EXEC);
+    mov(r10d, MAP_SHARED | MAP_FIXED);
+    mov(r8, r14);
+    mov(r9, kPatchFileOffset);
+    Syscall(SYS_mmap);
+    cmp(rax, static_cast<uint32_t>(kPatchBase));
     jne(die, T_NEAR);
     mov(rdi, r14);
     Syscall(SYS_close);
@@ -185,14 +199,92 @@ class Generator : public Xbyak::CodeGenerator {
     xor_(esi, esi);
     Syscall(SYS_sigaltstack);
     CheckZero(die);
+    // %gs points at the slot: the fast entry has no free register to find it otherwise.
+    mov(edi, ARCH_SET_GS);
+    mov(rsi, r12);
+    Syscall(SYS_arch_prctl);
+    CheckZero(die);
+    mov(qword[r12 + OFF(self)], r12);
+    lea(rax, ptr[r12 + kThreadStackTop]);
+    mov(qword[r12 + OFF(fast_stack)], rax);
     ResetFpu(init_image);
     L(first_trap);
     ud2();
 
+    // --- fast entry: a patched syscall site ---------------------------------------
+    Xbyak::Label fast_entry, fast_report, fast_go, not_fast, not_slow, not_syscall3, slow_trap;
+    L(fast_entry);
+    // mov r11, gs:[self] (hand-encoded: 65 4c 8b 1c 25 disp32); r11 is the syscall's
+    // to clobber (it returns rflags there).
+    db(0x65);
+    db(0x4c);
+    db(0x8b);
+    db(0x1c);
+    db(0x25);
+    dd(OFF(self));
+    mov(qword[r11 + OFF(fast_rsp)], rsp);
+    mov(rsp, qword[r11 + OFF(fast_stack)]);
+    pushfq();
+    pop(qword[r11 + OFF(fast_rflags)]);
+    ForEachFastReg([&](const Xbyak::Reg64& r, uint32_t off) {
+      if (r.getIdx() != r11.getIdx()) mov(qword[r11 + off], r);
+    });
+    mov(r12, r11);
+    mov(qword[r12 + OFF(kind)], kTrapFast);
+    L(fast_report);
+    ReportAndWait(fast_go);
+    L(fast_go);
+    mov(eax, dword[r12 + OFF(op)]);
+    cmp(eax, kOpFastResume);
+    jne(not_fast, T_NEAR);
+    SetFsIfAsked();
+    RestoreFastRegs(/*keep_rax_rcx=*/false);
+    mov(r11, qword[r12 + OFF(fast_rflags)]);  // a syscall returns rflags in r11
+    mov(rsp, qword[r12 + OFF(fast_rsp)]);
+    mov(r12, qword[r12 + FastOff(kFastR12)]);
+    jmp(rcx);  // rcx = the return address, as a syscall leaves it
+    L(not_fast);
+    cmp(eax, kOpSlow);
+    jne(not_slow, T_NEAR);
+    RestoreFastRegs(false);
+    mov(r11, qword[r12 + FastOff(kFastR11)]);
+    mov(rsp, qword[r12 + OFF(fast_rsp)]);
+    mov(r12, qword[r12 + FastOff(kFastR12)]);
+    L(slow_trap);
+    ud2();
+    L(not_slow);
+    cmp(eax, kOpSyscall);
+    jne(not_syscall3, T_NEAR);
+    RunRequestedSyscall();
+    jmp(fast_report, T_NEAR);
+    L(not_syscall3);
+    cmp(eax, kOpExitThread);
+    jne(fast_report, T_NEAR);
+    xor_(edi, edi);
+    Syscall(SYS_exit);
+    ud2();
+
     // --- signal handler: every trap of app code ---------------------------------
     L(handler);
+    // An interrupt that lands while the thread runs stub code (fast entry, thread start)
+    // is dropped: that code reports to the sentry by itself soon, and the sentry keeps
+    // the interrupt pending (and re-sends it if the app keeps running).
+    Xbyak::Label not_early;
+    cmp(edi, kInterruptSignal);
+    jne(not_early, T_NEAR);
+    mov(rax, qword[rdx + static_cast<uint32_t>(kGregsRipOffset)]);
+    mov(rcx, code_page_);
+    cmp(rax, rcx);
+    jb(not_early, T_NEAR);
+    add(rcx, static_cast<uint32_t>(kCodeSize));
+    cmp(rax, rcx);
+    jae(not_early, T_NEAR);
+    add(rsp, 8);
+    Syscall(SYS_rt_sigreturn);
+    L(not_early);
     mov(r12, rsp);
     and_(r12, -static_cast<int>(kSlotSize));
+    mov(qword[r12 + OFF(kind)], kTrapFrame);
     mov(qword[r12 + OFF(signo)], rdi);
     mov(qword[r12 + OFF(siginfo)], rsi);
     mov(qword[r12 + OFF(ucontext)], rdx);
@@ -203,12 +295,7 @@ class Generator : public Xbyak::CodeGenerator {
     mov(eax, dword[r12 + OFF(op)]);
     cmp(eax, kOpResume);
     jne(not_resume, T_NEAR);
-    cmp(qword[r12 + OFF(set_fs)], 0);
-    je(no_fs, T_NEAR);
-    mov(edi, ARCH_SET_FS);
-    mov(rsi, qword[r12 + OFF(fs_base)]);
-    Syscall(SYS_arch_prctl);
-    mov(qword[r12 + OFF(set_fs)], 0);
+    SetFsIfAsked();
     L(no_fs);
     add(rsp, 8);  // as if `ret` had popped the frame's return address
     Syscall(SYS_rt_sigreturn);
@@ -234,6 +321,8 @@ class Generator : public Xbyak::CodeGenerator {
     Syscall(SYS_exit_group);
     ud2();
 
+    // The image starts on the second page; the rest of the region stays zero.
+    while (getSize() < kPageSize) db(0xcc);
     align(64);
     L(init_image);
     for (size_t i = 0; i < kInitImageSize; ++i) {
@@ -253,10 +342,43 @@ class Generator : public Xbyak::CodeGenerator {
                     .zygote_entry = at(zygote_entry),
                     .handler = at(handler),
                     .restorer = at(restorer),
-                    .first_trap = at(first_trap)};
+                    .first_trap = at(first_trap),
+                    .fast_entry = at(fast_entry),
+                    .slow_trap = at(slow_trap)};
   }
 
  private:
+  static uint32_t FastOff(int reg) { return OFF(fast_regs) + 8 * static_cast<uint32_t>(reg); }
+  // Calls f(register, slot offset) for every register the fast entry saves.
+  template <typename F>
+  void ForEachFastReg(F f) {
+    using namespace Xbyak::util;  // NOLINT
+    const Xbyak::Reg64 regs[kFastRegCount] = {rax, rbx, rcx, rdx, rsi, rdi, rbp, r8,
+                                              r9,  r10, r11, r12, r13, r14, r15};
+    for (int i = 0; i < kFastRegCount; ++i) f(regs[i], FastOff(i));
+  }
+  // r12 = slot: every saved register but r11, r12 and rsp back; rflags too (through
+  // the slot's stack, which rsp still points into).
+  void RestoreFastRegs(bool) {
+    using namespace Xbyak::util;  // NOLINT
+    push(qword[r12 + OFF(fast_rflags)]);
+    popfq();
+    ForEachFastReg([&](const Xbyak::Reg64& r, uint32_t off) {
+      if (r.getIdx() != r11.getIdx() && r.getIdx() != r12.getIdx()) mov(r, qword[r12 + off]);
+    });
+  }
+  // r12 = slot: arch_prctl(ARCH_SET_FS, fs_base) if the sentry asked for it.
+  void SetFsIfAsked() {
+    using namespace Xbyak::util;  // NOLINT
+    Xbyak::Label done;
+    cmp(qword[r12 + OFF(set_fs)], 0);
+    je(done, T_NEAR);
+    mov(edi, ARCH_SET_FS);
+    mov(rsi, qword[r12 + OFF(fs_base)]);
+    Syscall(SYS_arch_prctl);
+    mov(qword[r12 + OFF(set_fs)], 0);
+    L(done);
+  }
   void Syscall(int nr) {
     mov(eax, nr);
     syscall();
@@ -342,7 +464,7 @@ absl::StatusOr<StubCode> MapStubCode() {
     Generator g(addr, ctx_base);
     const StubCode code = g.Generate();
     void* want = reinterpret_cast<void*>(addr);
-    void* got = mmap(want, kPageSize, PROT_READ | PROT_WRITE,
+    void* got = mmap(want, kCodeSize, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (got == MAP_FAILED) {
       if (errno == EEXIST) continue;
@@ -350,13 +472,13 @@ absl::StatusOr<StubCode> MapStubCode() {
           absl::StrFormat("mmap(0x%x, systrap stub page, MAP_FIXED_NOREPLACE)", addr));
     }
     if (got != want) {  // kernels before 4.17 treat the flag as a hint
-      munmap(got, kPageSize);
+      munmap(got, kCodeSize);
       continue;
     }
     std::memcpy(got, g.getCode(), g.getSize());
-    if (mprotect(got, kPageSize, PROT_READ | PROT_EXEC) != 0) {
+    if (mprotect(got, kCodeSize, PROT_READ | PROT_EXEC) != 0) {
       const int err = errno;
-      munmap(got, kPageSize);
+      munmap(got, kCodeSize);
       return ErrnoStatus(
           absl::StrFormat("mprotect(0x%x, systrap stub page, PROT_READ|PROT_EXEC)", addr), err);
     }

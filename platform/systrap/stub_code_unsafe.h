@@ -11,6 +11,11 @@
 //    sentry) and kOpNewThread (clone an app thread into a slot).
 //  * a new app thread: sigaltstack on its slot, FPU reset, then `ud2`: its first trap,
 //    whose signal frame the sentry fills with the app's registers.
+//  * fast entry (from a patched syscall site, eax = nr, rcx = return address): saves
+//    the app's registers in the slot (found through %gs, set per thread), switches to
+//    the slot's own stack, reports kTrapFast and waits; kOpFastResume returns with the
+//    result in rax, kOpSlow re-creates the app's state and traps with ud2 so that the
+//    sentry gets a full signal frame (signal delivery, FPU access, any register change).
 //  * handler (SIGSYS, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGCHLD): records where
 //    the frame is, reports the trap, waits (spin, then futex) for an op; kOpResume sets
 //    fs base if asked and rt_sigreturns into the (possibly rewritten) frame.
@@ -25,6 +30,10 @@
 #include "absl/status/statusor.h"
 
 namespace usentry::platform::systrap {
+
+// The code region: code in its first page, then the FPU init image XRSTOR reads (up to
+// the host's whole XSAVE size, which can exceed a page).
+inline constexpr uint64_t kCodeSize = 4 * 4096;
 
 // Zygote request pages are taken from this many pages just below the code page, one
 // per live SystrapPlatform in the process.
@@ -49,6 +58,8 @@ struct StubCode {
   uint64_t handler = 0;       // sa_handler (SA_SIGINFO) of every handled signal
   uint64_t restorer = 0;      // sa_restorer (never used: the handler returns itself)
   uint64_t first_trap = 0;    // rip of the `ud2` a new app thread traps on first
+  uint64_t fast_entry = 0;    // where patched syscall sites arrive (table entry 0)
+  uint64_t slow_trap = 0;     // rip of the `ud2` of kOpSlow
 };
 
 // Maps the code page on first use (thread safe, once per process) and returns where

@@ -31,15 +31,15 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t code_page) {
   const bpf::Label kill = b.NewLabel();
   const bpf::Label allow = b.NewLabel();
 
-  // code_page <= ip <= code_page + 4095, on the two 32-bit halves (a page never
-  // straddles a 4 GiB boundary).
+  // code_page <= ip < code_page + kCodeSize, on the two 32-bit halves (the aligned
+  // region never straddles a 4 GiB boundary).
   const uint32_t ip_high = static_cast<uint32_t>(code_page >> 32);
   const uint32_t ip_low = static_cast<uint32_t>(code_page);
   b.LoadIp(Half::kHigh);
   b.JumpIf(Cond::kEq, ip_high, next, trap);
   b.LoadIp(Half::kLow);
   b.JumpIf(Cond::kGe, ip_low, next, trap);
-  b.JumpIf(Cond::kGt, ip_low + static_cast<uint32_t>(kPageSize - 1), trap, next);
+  b.JumpIf(Cond::kGt, ip_low + static_cast<uint32_t>(kCodeSize - 1), trap, next);
 
   // From the stub page: only the stub's own calls, 64-bit ABI.
   b.LoadArch();
@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t code_page) {
   b.LoadNr();
   arg_in(SYS_prctl, 0, {PR_SET_PDEATHSIG});
   b.LoadNr();
-  arg_in(SYS_arch_prctl, 0, {ARCH_SET_FS});
+  arg_in(SYS_arch_prctl, 0, {ARCH_SET_FS, ARCH_SET_GS});
   b.Goto(kill);
 
   b.Bind(trap);

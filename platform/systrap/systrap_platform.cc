@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -24,9 +25,6 @@
 namespace usentry::platform::systrap {
 namespace {
 
-// Context slices in the context memfd: the most stub processes alive at once.
-constexpr int kMaxStubs = 4096;
-constexpr uint64_t kCtxFileSize = uint64_t{kMaxStubs} * kCtxRegionSize;
 // Spins before the sentry sleeps in FUTEX_WAIT for a stub (each a `pause`).
 constexpr int kSentrySpins = 20000;
 // How long one FUTEX_WAIT lasts before the sentry checks that the stub is alive.
@@ -155,11 +153,25 @@ absl::Status StubProcess::Call(int i, SlotOp op, const char* what, bool (*on_tic
 
 absl::StatusOr<int64_t> StubProcess::ControlSyscall(int nr, std::array<uint64_t, 6> args) {
   std::lock_guard<std::mutex> lock(mu_);
-  SlotHeader* h = slot(0);
+  int i = 0;
+  for (int k = 1; k < kMaxSlots && i == 0; ++k) {
+    if (parked_[k]) i = k;
+  }
+  SlotHeader* h = slot(i);
   h->nr = static_cast<uint64_t>(nr);
   for (int k = 0; k < 6; ++k) h->args[k] = args[k];
-  RETURN_IF_ERROR(Call(0, kOpSyscall, absl::StrFormat("during host syscall %d", nr).c_str()));
+  RETURN_IF_ERROR(Call(i, kOpSyscall, absl::StrFormat("during host syscall %d", nr).c_str()));
   return h->result;
+}
+
+void StubProcess::Park(int i) {
+  std::lock_guard<std::mutex> lock(mu_);
+  parked_[i] = true;
+}
+
+void StubProcess::Unpark(int i) {
+  std::lock_guard<std::mutex> lock(mu_);
+  parked_[i] = false;
 }
 
 absl::StatusOr<int> StubProcess::StartThread() {
@@ -195,11 +207,156 @@ absl::StatusOr<int> StubProcess::StartThread() {
   return i;
 }
 
+int StubProcess::threads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (bool u : used_) n += u ? 1 : 0;
+  return n;
+}
+
+void StubProcess::EraseMappings(uint64_t lo, uint64_t hi) {
+  auto it = maps_.upper_bound(lo);
+  if (it != maps_.begin()) --it;
+  while (it != maps_.end() && it->first < hi) {
+    const uint64_t start = it->first;
+    const Mapping m = it->second;
+    if (m.end <= lo) {
+      ++it;
+      continue;
+    }
+    it = maps_.erase(it);
+    if (start < lo) maps_[start] = Mapping{lo, m.offset, m.prot};
+    if (m.end > hi) maps_[hi] = Mapping{m.end, m.offset + (hi - start), m.prot};
+  }
+}
+
+void StubProcess::RecordMap(uint64_t addr, uint64_t len, uint64_t offset, int prot) {
+  std::lock_guard<std::mutex> lock(maps_mu_);
+  EraseMappings(addr, addr + len);
+  maps_[addr] = Mapping{addr + len, offset, prot};
+}
+
+void StubProcess::RecordUnmap(uint64_t addr, uint64_t len) {
+  std::lock_guard<std::mutex> lock(maps_mu_);
+  EraseMappings(addr, addr + len);
+}
+
+void StubProcess::RecordProtect(uint64_t addr, uint64_t len, int prot) {
+  std::lock_guard<std::mutex> lock(maps_mu_);
+  std::vector<std::pair<uint64_t, Mapping>> covered;
+  for (auto it = maps_.lower_bound(addr); it != maps_.end() && it->first < addr + len; ++it) {
+    covered.push_back(*it);
+  }
+  auto before = maps_.lower_bound(addr);
+  if (before != maps_.begin() && std::prev(before)->second.end > addr) {
+    covered.insert(covered.begin(), *std::prev(before));
+  }
+  EraseMappings(addr, addr + len);
+  for (auto [start, m] : covered) {
+    const uint64_t lo = std::max(start, addr);
+    const uint64_t hi = std::min(m.end, addr + len);
+    maps_[lo] = Mapping{hi, m.offset + (lo - start), prot};
+  }
+}
+
+std::optional<uint64_t> StubProcess::Translate(uint64_t addr, uint64_t len, int prot) {
+  std::lock_guard<std::mutex> lock(maps_mu_);
+  auto it = maps_.upper_bound(addr);
+  if (it == maps_.begin()) return std::nullopt;
+  --it;
+  const Mapping& m = it->second;
+  if (addr + len > m.end || (m.prot & prot) != prot) return std::nullopt;
+  return m.offset + (addr - it->first);
+}
+
+namespace {
+// `mov $imm32, %eax; syscall` and `jmp *abs32` (the patched form).
+constexpr uint8_t kMovEax = 0xb8;
+constexpr uint8_t kJmpAbs[3] = {0xff, 0x24, 0x25};
+constexpr size_t kSiteSize = 7;
+}  // namespace
+
+uint64_t StubProcess::MaybePatch(uint64_t rip, int nr) {
+  if (!platform_->syscall_patching() || rip < kSiteSize || nr < 0) return rip;
+  // Never while another thread of this process could be executing the site (the bytes
+  // are not written atomically); nor rt_sigreturn, which always needs a frame.
+  if (nr == SYS_rt_sigreturn || threads() != 1) return rip;
+  {
+    std::lock_guard<std::mutex> lock(maps_mu_);
+    if (not_patchable_.count(rip)) return rip;
+  }
+  // Bytes [rip-7, rip+6): the mov form ends at rip, the cmp form starts at rip-2.
+  uint8_t code[13];
+  const std::optional<uint64_t> off = Translate(rip - kSiteSize, sizeof(code), PROT_EXEC);
+  const std::optional<uint64_t> off_short = Translate(rip - kSiteSize, kSiteSize, PROT_EXEC);
+  size_t have = 0;
+  if (off && pread(platform_->memory_fd(), code, sizeof(code), static_cast<off_t>(*off)) ==
+                 static_cast<ssize_t>(sizeof(code))) {
+    have = sizeof(code);
+  } else if (off_short && pread(platform_->memory_fd(), code, kSiteSize,
+                                static_cast<off_t>(*off_short)) == static_cast<ssize_t>(kSiteSize)) {
+    have = kSiteSize;
+  }
+  uint64_t site = 0, file_off = 0;
+  uint8_t patch[8];
+  size_t patch_len = 0;
+  int slot = 0;
+  uint32_t imm = 0;
+  if (have >= kSiteSize) std::memcpy(&imm, code + 1, 4);
+  if (have >= kSiteSize && code[0] == kMovEax && imm == static_cast<uint32_t>(nr) &&
+      code[5] == 0x0f && code[6] == 0x05) {
+    site = rip - kSiteSize;
+    file_off = *off_short;
+    slot = platform_->PatchSlot(site, imm);
+    patch_len = kSiteSize;
+  } else if (have == sizeof(code) && code[5] == 0x0f && code[6] == 0x05 && code[7] == 0x48 &&
+             code[8] == 0x3d && (code[9] == 0x01 || code[9] == 0x00) && code[10] == 0xf0 &&
+             code[11] == 0xff && code[12] == 0xff) {
+    int32_t cmp_imm;
+    std::memcpy(&cmp_imm, code + 9, 4);
+    site = rip - 2;
+    file_off = *off + (kSiteSize - 2);
+    slot = platform_->PatchSlotCmp(site, cmp_imm);
+    patch_len = 8;
+  }
+  if (slot == 0) {
+    std::lock_guard<std::mutex> lock(maps_mu_);
+    if (not_patchable_.size() < 65536) not_patchable_.insert(rip);
+    return rip;
+  }
+  std::memcpy(patch, kJmpAbs, 3);
+  const uint32_t target = static_cast<uint32_t>(kPatchBase + 8 * static_cast<uint64_t>(slot));
+  std::memcpy(patch + 3, &target, 4);
+  patch[7] = 0x90;  // nop: the cmp form's 8th byte
+  if (pwrite(platform_->memory_fd(), patch, patch_len, static_cast<off_t>(file_off)) !=
+      static_cast<ssize_t>(patch_len)) {
+    return rip;
+  }
+  // The cmp form's return point (site+2) is now inside the jump: continue at the
+  // trampoline's tail, which does the cmp, as every later call will.
+  return patch_len == kSiteSize ? rip : platform_->CmpTail(slot);
+}
+
+uint64_t StubProcess::RestartTarget(uint64_t rip) {
+  if (const uint64_t entry = platform_->CmpRestartTarget(rip); entry != 0) return entry;
+  constexpr uint64_t kSyscallOffset = 5;  // the `syscall` within the 7-byte site
+  if (rip < kSyscallOffset || !platform_->HasPatchedSite(rip - kSyscallOffset)) return rip;
+  const uint64_t site = rip - kSyscallOffset;
+  const std::optional<uint64_t> off = Translate(site, kSiteSize, PROT_EXEC);
+  uint8_t code[3];
+  if (!off || pread(platform_->memory_fd(), code, 3, static_cast<off_t>(*off)) != 3 ||
+      std::memcmp(code, kJmpAbs, 3) != 0) {
+    return rip;  // not patched in this address space
+  }
+  return site;
+}
+
 void StubProcess::ReleaseThread(int i) {
   std::lock_guard<std::mutex> lock(mu_);
   if (dead_ || i <= 0 || i >= kMaxSlots || !used_[i]) return;
   Post(i, kOpExitThread);
   used_[i] = false;
+  parked_[i] = false;
 }
 
 // ---------------------------------------------------------------------------
@@ -234,6 +391,7 @@ absl::Status SystrapAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t 
     return absl::InvalidArgumentError(
         absl::StrFormat("MapFile(offset=0x%x): offset not page aligned", offset));
   }
+  stub_->RecordMap(addr, len, offset, prot);
   return Run(absl::StrFormat("mmap(addr=0x%x, len=0x%x, prot=0x%x, MAP_SHARED|MAP_FIXED, "
                              "memory file, offset=0x%x)",
                              addr, len, prot, offset),
@@ -244,11 +402,13 @@ absl::Status SystrapAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t 
 
 absl::Status SystrapAddressSpace::Unmap(uint64_t addr, uint64_t len) {
   RETURN_IF_ERROR(CheckRange("Unmap", addr, len));
+  stub_->RecordUnmap(addr, len);
   return Run(absl::StrFormat("munmap(addr=0x%x, len=0x%x)", addr, len), SYS_munmap, {addr, len});
 }
 
 absl::Status SystrapAddressSpace::Protect(uint64_t addr, uint64_t len, Prot prot) {
   RETURN_IF_ERROR(CheckRange("Protect", addr, len));
+  stub_->RecordProtect(addr, len, prot);
   return Run(absl::StrFormat("mprotect(addr=0x%x, len=0x%x, prot=0x%x)", addr, len, prot),
              SYS_mprotect, {addr, len, static_cast<uint64_t>(prot)});
 }
@@ -330,7 +490,7 @@ absl::Status SystrapContext::WriteFrame(const Registers& regs) {
   gregs[REG_RAX] = g.rax;
   gregs[REG_RCX] = g.rcx;
   gregs[REG_RSP] = g.rsp;
-  gregs[REG_RIP] = g.rip;
+  gregs[REG_RIP] = stub_->RestartTarget(g.rip);
   gregs[REG_EFL] = g.eflags;
   // cs/gs/fs/ss stay as the kernel wrote them: 64-bit user mode.
   std::memcpy(uc + kGregsOffset, gregs, sizeof(gregs));
@@ -360,7 +520,65 @@ absl::Status SystrapContext::WriteFrame(const Registers& regs) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<SwitchResult> SystrapContext::ReadFast(Registers& regs) {
+  const SlotHeader* h = stub_->slot(slot_);
+  const uint64_t* r = h->fast_regs;
+  user_regs_struct& g = regs.gp;
+  g.rbx = r[kFastRbx];
+  g.rcx = r[kFastRcx];  // the return address, as the syscall instruction leaves it
+  g.rdx = r[kFastRdx];
+  g.rsi = r[kFastRsi];
+  g.rdi = r[kFastRdi];
+  g.rbp = r[kFastRbp];
+  g.r8 = r[kFastR8];
+  g.r9 = r[kFastR9];
+  g.r10 = r[kFastR10];
+  g.r11 = h->fast_rflags;  // likewise rflags
+  g.r12 = r[kFastR12];
+  g.r13 = r[kFastR13];
+  g.r14 = r[kFastR14];
+  g.r15 = r[kFastR15];
+  g.rsp = h->fast_rsp;
+  g.rip = r[kFastRcx];
+  g.eflags = h->fast_rflags;
+  g.cs = kUserCs;
+  g.ss = kUserSs;
+  g.ds = g.es = g.fs = g.gs = 0;
+  g.orig_rax = r[kFastRax] & 0xffffffff;  // eax = nr (the trampoline's mov)
+  g.rax = static_cast<uint64_t>(-ENOSYS);
+  regs.fp_valid = false;
+  fast_ = true;
+  fast_gp_ = g;
+  return SwitchResult{.kind = SwitchKind::kSyscall};
+}
+
+bool SystrapContext::CanResumeFast(const Registers& regs) const {
+  const user_regs_struct& a = regs.gp;
+  const user_regs_struct& b = fast_gp_;
+  return !regs.fp_dirty && a.rbx == b.rbx && a.rcx == b.rcx && a.rdx == b.rdx &&
+         a.rsi == b.rsi && a.rdi == b.rdi && a.rbp == b.rbp && a.r8 == b.r8 && a.r9 == b.r9 &&
+         a.r10 == b.r10 && a.r11 == b.r11 && a.r12 == b.r12 && a.r13 == b.r13 &&
+         a.r14 == b.r14 && a.r15 == b.r15 && a.rsp == b.rsp && a.rip == b.rip &&
+         a.eflags == b.eflags;
+}
+
+absl::Status SystrapContext::ConvertToFrame() {
+  RETURN_IF_ERROR(stub_->Call(slot_, kOpSlow, "while making a signal frame"));
+  fast_ = false;
+  ASSIGN_OR_RETURN(uint8_t* uc, Ucontext());
+  uint64_t rip;
+  std::memcpy(&rip, uc + kGregsOffset + REG_RIP * 8, 8);
+  if (stub_->slot(slot_)->kind != kTrapFrame || rip != stub_->code().slow_trap) {
+    return absl::InternalError(absl::StrFormat(
+        "systrap stub pid=%d: expected the slow-path trap at 0x%x, got signal %d at 0x%x",
+        stub_->pid(), stub_->code().slow_trap, stub_->slot(slot_)->signo, rip));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
+  if (stub_->slot(slot_)->kind == kTrapFast) return ReadFast(regs);
+  fast_ = false;
   ASSIGN_OR_RETURN(uint8_t * uc, Ucontext());
   SlotHeader* h = stub_->slot(slot_);
   uint8_t* si = stub_->SignalStackPtr(slot_, h->siginfo, sizeof(siginfo_t));
@@ -400,7 +618,7 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
   siginfo_t info;
   std::memcpy(&info, si, sizeof(info));
   const StubCode& code = stub_->code();
-  if (g.rip >= code.ctx_base && g.rip < code.code_page + kPageSize) {
+  if (g.rip >= code.ctx_base && g.rip < code.code_page + kCodeSize) {
     // App code jumped into the stub's memory and trapped there: it is hostile or broken
     // beyond emulation (its registers may be anything).
     return absl::PermissionDeniedError(absl::StrFormat(
@@ -417,6 +635,7 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
       result.kind = SwitchKind::kSyscall;
       g.orig_rax = static_cast<uint64_t>(static_cast<int64_t>(info.si_syscall));
       g.rax = static_cast<uint64_t>(-ENOSYS);
+      g.rip = stub_->MaybePatch(g.rip, info.si_syscall);
       return result;
     }
     result.kind = SwitchKind::kSignal;
@@ -441,7 +660,31 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
 bool SystrapContext::OnTick(void* self) {
   auto* c = static_cast<SystrapContext*>(self);
   std::lock_guard<std::mutex> lock(c->mu_);
-  return c->interrupt_pending_ && ++c->interrupt_ticks_ > kInterruptTicksBeforeKill;
+  if (!c->interrupt_pending_) return false;
+  if (++c->interrupt_ticks_ > kInterruptTicksBeforeKill) return true;
+  // The signal may have landed in stub code, which drops it: send it again.
+  syscall(SYS_tgkill, c->pid_, c->tid_, kInterruptSignal);
+  return false;
+}
+
+absl::Status SystrapContext::Run(SlotOp op) {
+  SlotHeader* h = stub_->slot(slot_);
+  h->set_fs = 0;
+  if (!fs_known_ || applied_fs_ != h->fs_base) h->set_fs = 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (interrupt_pending_) return absl::CancelledError();  // see Switch
+    running_ = true;
+    interrupt_ticks_ = 0;
+  }
+  absl::Status st = stub_->Call(slot_, op, "while running app code", &OnTick, this);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+  }
+  fs_known_ = true;
+  applied_fs_ = h->fs_base;
+  return st;
 }
 
 absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers& regs) {
@@ -450,34 +693,33 @@ absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers&
     return absl::InvalidArgumentError("systrap Context::Switch: AddressSpace is not a systrap one");
   }
   if (stub_ != sas->stub()) RETURN_IF_ERROR(Bind(sas->stub()));
-  RETURN_IF_ERROR(WriteFrame(regs));
-  regs.fp_dirty = false;
-  regs.fp_valid = false;
+  stub_->Unpark(slot_);
   SlotHeader* h = stub_->slot(slot_);
-  h->set_fs = 0;
-  if (!fs_known_ || applied_fs_ != regs.gp.fs_base) {
-    h->fs_base = regs.gp.fs_base;
-    h->set_fs = 1;
-    applied_fs_ = regs.gp.fs_base;
-    fs_known_ = true;
+  SlotOp op = kOpResume;
+  if (fast_ && CanResumeFast(regs)) {
+    h->fast_regs[kFastRax] = regs.gp.rax;
+    op = kOpFastResume;
+  } else {
+    if (fast_) RETURN_IF_ERROR(ConvertToFrame());
+    RETURN_IF_ERROR(WriteFrame(regs));
+    regs.fp_dirty = false;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (interrupt_pending_) {
+  h->fs_base = regs.gp.fs_base;
+  regs.fp_valid = false;
+  absl::Status st = Run(op);
+  if (absl::IsCancelled(st)) {
+    // Interrupted before running: nothing ran; the registers stay as given.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       interrupt_pending_ = false;
-      fs_known_ = false;  // set_fs was not consumed
-      return SwitchResult{.kind = SwitchKind::kInterrupted};
     }
-    running_ = true;
-    interrupt_ticks_ = 0;
+    stub_->Park(slot_);
+    return SwitchResult{.kind = SwitchKind::kInterrupted};
   }
-  absl::Status st = stub_->Call(slot_, kOpResume, "while running app code", &OnTick, this);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running_ = false;
-  }
-  if (!st.ok()) return st;
-  return ReadFrame(regs);
+  RETURN_IF_ERROR(st);
+  absl::StatusOr<SwitchResult> result = ReadFrame(regs);
+  if (result.ok()) stub_->Park(slot_);
+  return result;
 }
 
 absl::Status SystrapContext::LoadFpState(AddressSpace& as, Registers& regs) {
@@ -487,6 +729,12 @@ absl::Status SystrapContext::LoadFpState(AddressSpace& as, Registers& regs) {
   }
   // Never switched into `as`: its thread's state is the clean one a new thread has.
   if (stub_ != sas->stub()) RETURN_IF_ERROR(Bind(sas->stub()));
+  if (fast_) {
+    stub_->Unpark(slot_);  // no mm op may run on the thread while it changes state
+    absl::Status st = ConvertToFrame();
+    stub_->Park(slot_);
+    RETURN_IF_ERROR(st);
+  }
   ASSIGN_OR_RETURN(uint8_t * uc, Ucontext());
   ASSIGN_OR_RETURN(auto fp, FpState(uc));
   std::memcpy(regs.fp, fp.first, fp.second);
@@ -508,9 +756,9 @@ void SystrapContext::Interrupt() {
 // Platform
 
 absl::StatusOr<std::unique_ptr<SystrapPlatform>> SystrapPlatform::Create(
-    MemoryFileInfo memory_file) {
+    MemoryFileInfo memory_file, PlatformOptions options) {
   ASSIGN_OR_RETURN(const StubCode code, GetStubCode());
-  std::unique_ptr<SystrapPlatform> p(new SystrapPlatform(memory_file, code));
+  std::unique_ptr<SystrapPlatform> p(new SystrapPlatform(memory_file, options, code));
   RETURN_IF_ERROR(p->Start());
   return p;
 }
@@ -525,6 +773,8 @@ absl::Status SystrapPlatform::Start() {
                    ctx_fd_.get(), 0);
   if (map == MAP_FAILED) return ErrnoStatus("mmap(systrap context memfd)");
   ctx_map_ = static_cast<uint8_t*>(map);
+  // Table entry 0: where every trampoline jumps.
+  std::memcpy(ctx_map_ + kPatchFileOffset, &code_.fast_entry, 8);
 
   // The zygote's request page: one of the pages reserved below the code page, so the
   // zygote can unmap everything else around it.
@@ -597,6 +847,98 @@ absl::StatusOr<pid_t> SystrapPlatform::ForkStub(int slice) {
     return ErrnoStatus("clone(CLONE_PARENT) of a systrap stub", static_cast<int>(r < 0 ? -r : EIO));
   }
   return static_cast<pid_t>(r);
+}
+
+namespace {
+uint64_t TrampolineAddress(int slot) {
+  return kPatchBase + kTrampolineOffset + static_cast<uint64_t>(slot) * kTrampolineSize;
+}
+// Appends bytes to a trampoline being assembled.
+struct Asm {
+  uint8_t b[kTrampolineSize] = {};
+  size_t n = 0;
+  void Bytes(std::initializer_list<uint8_t> v) {
+    for (uint8_t x : v) b[n++] = x;
+  }
+  template <typename T>
+  void Imm(T v) {
+    std::memcpy(b + n, &v, sizeof(v));
+    n += sizeof(v);
+  }
+  void JmpFastEntry() {  // jmp *kPatchBase (table entry 0)
+    Bytes({0xff, 0x24, 0x25});
+    Imm(static_cast<uint32_t>(kPatchBase));
+  }
+};
+// Offset of the tail in a cmp-form trampoline: movabs rcx (10) + jmp (7).
+constexpr uint64_t kCmpTailOffset = 17;
+}  // namespace
+
+int SystrapPlatform::NewTrampoline(const uint8_t* code, size_t len) {
+  if (next_patch_slot_ >= kPatchSlots) return 0;
+  const int slot = next_patch_slot_++;
+  uint8_t* area = ctx_map_ + kPatchFileOffset;
+  std::memcpy(area + kTrampolineOffset + slot * kTrampolineSize, code, len);
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(area + 8 * slot))
+      .store(TrampolineAddress(slot));
+  return slot;
+}
+
+int SystrapPlatform::PatchSlot(uint64_t site, uint32_t nr) {
+  std::lock_guard<std::mutex> lock(patch_mu_);
+  auto it = patch_slots_.find({site, nr});
+  if (it != patch_slots_.end()) return it->second;
+  // mov $nr, %eax; movabs $site+7, %rcx; jmp *kPatchBase
+  Asm a;
+  a.Bytes({0xb8});
+  a.Imm(nr);
+  a.Bytes({0x48, 0xb9});
+  a.Imm(site + 7);
+  a.JmpFastEntry();
+  const int slot = NewTrampoline(a.b, a.n);
+  if (slot == 0) return 0;
+  patch_slots_[{site, nr}] = slot;
+  patched_sites_.insert(site);
+  return slot;
+}
+
+int SystrapPlatform::PatchSlotCmp(uint64_t site, int32_t cmp_imm) {
+  std::lock_guard<std::mutex> lock(patch_mu_);
+  const std::pair<uint64_t, uint64_t> key{site, (uint64_t{1} << 40) | static_cast<uint32_t>(cmp_imm)};
+  auto it = patch_slots_.find(key);
+  if (it != patch_slots_.end()) return it->second;
+  const int slot = next_patch_slot_;
+  // movabs $tail, %rcx; jmp *kPatchBase; tail: cmp $imm, %rax; jmp *0(%rip) -> site+8
+  Asm a;
+  a.Bytes({0x48, 0xb9});
+  a.Imm(CmpTail(slot));
+  a.JmpFastEntry();
+  a.Bytes({0x48, 0x3d});
+  a.Imm(cmp_imm);
+  a.Bytes({0xff, 0x25});
+  a.Imm(uint32_t{0});
+  a.Imm(site + 8);
+  if (NewTrampoline(a.b, a.n) == 0) return 0;
+  patch_slots_[key] = slot;
+  cmp_slots_.insert(slot);
+  return slot;
+}
+
+uint64_t SystrapPlatform::CmpTail(int slot) { return TrampolineAddress(slot) + kCmpTailOffset; }
+
+uint64_t SystrapPlatform::CmpRestartTarget(uint64_t rip) {
+  const uint64_t tail = rip + 2;
+  const uint64_t first = kPatchBase + kTrampolineOffset;
+  if (tail < first + kCmpTailOffset || tail >= kPatchBase + kPatchSize) return 0;
+  if ((tail - first) % kTrampolineSize != kCmpTailOffset) return 0;
+  const int slot = static_cast<int>((tail - first) / kTrampolineSize);
+  std::lock_guard<std::mutex> lock(patch_mu_);
+  return cmp_slots_.count(slot) ? TrampolineAddress(slot) : 0;
+}
+
+bool SystrapPlatform::HasPatchedSite(uint64_t site) {
+  std::lock_guard<std::mutex> lock(patch_mu_);
+  return patched_sites_.count(site) != 0;
 }
 
 void SystrapPlatform::FreeSlice(int slice) {

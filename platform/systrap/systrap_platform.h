@@ -30,9 +30,13 @@
 #include <sys/types.h>
 
 #include <array>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -63,12 +67,33 @@ class StubProcess {
   uint64_t StubSlotAddress(int i) const;
   const StubCode& code() const;
 
-  // Runs syscall `nr` in the control thread and returns rax (negative errno).
+  // Runs syscall `nr` in the stub and returns rax (negative errno): on a parked app
+  // thread when there is one (it is likely still spinning, so this is a shared-memory
+  // round trip), else on the control thread.
   absl::StatusOr<int64_t> ControlSyscall(int nr, std::array<uint64_t, 6> args);
   // Starts an app thread in a free slot and waits for its first trap. Returns the slot.
   absl::StatusOr<int> StartThread();
   // Tells the app thread in `slot` to exit and frees the slot (no wait).
   void ReleaseThread(int slot);
+  int threads();  // app threads started and not released
+  // An app thread waiting for its Context's next Switch may run ControlSyscall ops.
+  void Park(int slot);
+  void Unpark(int slot);  // waits for an op running on it
+
+  // The app mappings, as MapFile/Unmap/Protect made them: for reading and patching app
+  // code through the memory file.
+  void RecordMap(uint64_t addr, uint64_t len, uint64_t offset, int prot);
+  void RecordUnmap(uint64_t addr, uint64_t len);
+  void RecordProtect(uint64_t addr, uint64_t len, int prot);
+  // Memory-file offset of [addr, addr+len) if one mapping with all of `prot` covers it.
+  std::optional<uint64_t> Translate(uint64_t addr, uint64_t len, int prot);
+  // After a trapped syscall `nr` whose instruction ended at `rip`: if the site is one
+  // of the patchable forms (layout.h), rewrite it into a jump to its trampoline.
+  // Returns where this call must return to (rip, or the cmp form's trampoline tail).
+  uint64_t MaybePatch(uint64_t rip, int nr);
+  // If `rip` is where the `syscall` of a patched site used to be (a restart: rip was
+  // stepped back by 2), the site's start, which does the same; else rip.
+  uint64_t RestartTarget(uint64_t rip);
 
   // Posts `op` to slot `i` and waits until the stub reports back. `on_tick` runs every
   // tick of the wait (~50 ms) and may ask to SIGKILL the stub (returns true).
@@ -90,6 +115,16 @@ class StubProcess {
   uint8_t* const local_;
   std::mutex mu_;  // the control slot and slot allocation
   bool used_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
+  bool parked_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
+  struct Mapping {
+    uint64_t end;
+    uint64_t offset;
+    int prot;
+  };
+  void EraseMappings(uint64_t lo, uint64_t hi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
+  std::mutex maps_mu_;
+  std::map<uint64_t, Mapping> maps_ ABSL_GUARDED_BY(maps_mu_);  // by start address
+  std::unordered_set<uint64_t> not_patchable_ ABSL_GUARDED_BY(maps_mu_);
   bool dead_ = false;
   int wait_status_ = 0;
 };
@@ -127,6 +162,14 @@ class SystrapContext final : public Context {
   void Unbind();
   absl::Status WriteFrame(const Registers& regs);
   absl::StatusOr<SwitchResult> ReadFrame(Registers& regs);
+  absl::StatusOr<SwitchResult> ReadFast(Registers& regs);
+  // The thread reported from the fast entry: true if `regs` differ from what it
+  // reported only in rax (a syscall result), so it can return without a frame.
+  bool CanResumeFast(const Registers& regs) const;
+  // Turns a fast report into a signal frame (kOpSlow) for the general path.
+  absl::Status ConvertToFrame();
+  // Runs op on the bound thread with the interrupt bookkeeping around it.
+  absl::Status Run(SlotOp op);
   // The frame's ucontext / fpstate in the sentry's view, validated.
   absl::StatusOr<uint8_t*> Ucontext();
   absl::StatusOr<std::pair<uint8_t*, size_t>> FpState(uint8_t* uc);
@@ -142,13 +185,16 @@ class SystrapContext final : public Context {
   int interrupt_ticks_ ABSL_GUARDED_BY(mu_) = 0;
   bool fs_known_ = false;
   uint64_t applied_fs_ = 0;
+  bool fast_ = false;          // the last report came from the fast entry
+  user_regs_struct fast_gp_{};  // what it reported
 };
 
 class SystrapPlatform final : public Platform {
  public:
   // Forks the zygote. Must run before the process installs a seccomp filter that the
   // stubs must not inherit (the sentry's).
-  static absl::StatusOr<std::unique_ptr<SystrapPlatform>> Create(MemoryFileInfo memory_file);
+  static absl::StatusOr<std::unique_ptr<SystrapPlatform>> Create(MemoryFileInfo memory_file,
+                                                                 PlatformOptions options);
   ~SystrapPlatform() override;
 
   std::string Name() const override { return "systrap"; }
@@ -159,14 +205,28 @@ class SystrapPlatform final : public Platform {
   const StubCode& code() const { return code_; }
   // Returns a context slice to the pool after zeroing it (hole punch).
   void FreeSlice(int slice);
+  int memory_fd() const { return memory_file_.fd; }
+  bool syscall_patching() const { return options_.syscall_patching; }
+  // Table slot of the trampoline for the site at `site` with syscall `nr`, written on
+  // first use; 0 when the table is full.
+  int PatchSlot(uint64_t site, uint32_t nr);
+  // Same for a `syscall; cmp $imm, %rax` site (cmp_imm is -4095 or -4096).
+  int PatchSlotCmp(uint64_t site, int32_t cmp_imm);
+  // If `rip` is 2 bytes before a cmp-form trampoline's tail (a restart of its syscall),
+  // the trampoline's entry, which makes the same call again; else 0.
+  uint64_t CmpRestartTarget(uint64_t rip);
+  uint64_t CmpTail(int slot);  // where a cmp-form trampoline's syscall returns
+  // Whether some address space has a patched site at `site`.
+  bool HasPatchedSite(uint64_t site);
 
  private:
-  SystrapPlatform(MemoryFileInfo memory_file, StubCode code)
-      : memory_file_(memory_file), code_(code) {}
+  SystrapPlatform(MemoryFileInfo memory_file, PlatformOptions options, StubCode code)
+      : memory_file_(memory_file), options_(options), code_(code) {}
   absl::Status Start();
   absl::StatusOr<pid_t> ForkStub(int slice);
 
   const MemoryFileInfo memory_file_;
+  const PlatformOptions options_;
   const StubCode code_;
   UniqueFd ctx_fd_;
   uint8_t* ctx_map_ = nullptr;  // the whole context memfd, mapped in the sentry
@@ -176,6 +236,13 @@ class SystrapPlatform final : public Platform {
   std::mutex mu_;
   std::vector<int> free_slices_ ABSL_GUARDED_BY(mu_);
   int next_slice_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex patch_mu_;
+  // Key: (site, nr) for the mov form, (site, 1 << 40 | imm) for the cmp form.
+  std::map<std::pair<uint64_t, uint64_t>, int> patch_slots_ ABSL_GUARDED_BY(patch_mu_);
+  std::unordered_set<int> cmp_slots_ ABSL_GUARDED_BY(patch_mu_);
+  int NewTrampoline(const uint8_t* code, size_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(patch_mu_);
+  std::unordered_set<uint64_t> patched_sites_ ABSL_GUARDED_BY(patch_mu_);
+  int next_patch_slot_ ABSL_GUARDED_BY(patch_mu_) = 1;  // 0 is the fast entry
 };
 
 }  // namespace usentry::platform::systrap
