@@ -35,6 +35,7 @@ sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
   config.platform = options.platform;
   config.strace = options.strace;
   config.report_unsupported = options.report_unsupported;
+  config.syscall_patching = options.syscall_patching;
   return config;
 }
 

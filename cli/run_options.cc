@@ -38,6 +38,7 @@ struct RawRunFlags {
   std::vector<std::string> env;
   bool strace = false;
   bool report_unsupported = false;
+  bool no_syscall_patching = false;
   std::string platform = "auto";
 };
 
@@ -69,6 +70,7 @@ absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std:
   ASSIGN_OR_RETURN(run.env, BuildEnvironment(raw.env, term));
   run.strace = raw.strace;
   run.report_unsupported = raw.report_unsupported;
+  run.syscall_patching = !raw.no_syscall_patching;
   run.platform = raw.platform;
   if (argv.empty())
     return Invalid("run: no program given (usage: usentry run [FLAGS] -- PROGRAM [ARGS...])");
@@ -163,6 +165,9 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
                   "falling back to ptrace with a notice)")
       ->check(CLI::IsMember({"auto", "systrap", "ptrace"}))
       ->capture_default_str();
+  run->add_flag("--no-syscall-patching", raw.no_syscall_patching,
+                "systrap: never rewrite the program's syscall instructions (each call then "
+                "costs a host signal)");
   // Everything from PROGRAM on belongs to the program, even if it looks like a flag.
   run->prefix_command();
 

@@ -34,6 +34,7 @@ struct RunOptions {
   std::vector<std::string> env;  // the complete environment, "K=V"
   bool strace = false;
   bool report_unsupported = false;
+  bool syscall_patching = true;  // systrap: rewrite hot syscall sites (--no-syscall-patching)
   std::string platform = "auto";
   std::vector<std::string> argv;  // PROGRAM ARGS...
 };

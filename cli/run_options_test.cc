@@ -41,6 +41,7 @@ TEST(ParseCommandLineTest, RunWithDashDash) {
   EXPECT_THAT(c->run.argv, ElementsAre("python3", "script.py", "--flag"));
   EXPECT_EQ(c->run.workdir, "/workspace");
   EXPECT_EQ(c->run.platform, "auto");
+  EXPECT_TRUE(c->run.syscall_patching);
   EXPECT_FALSE(c->run.strace);
   EXPECT_FALSE(c->run.rootfs.has_value());
   EXPECT_THAT(c->run.env,
@@ -67,12 +68,29 @@ TEST(ParseCommandLineTest, ProgramArgumentsThatLookLikeFlagsOrSubcommands) {
 
 TEST(ParseCommandLineTest, AllRunFlags) {
   TempDir src, rootfs;
-  absl::StatusOr<Command> c =
-      Parse({"run", "--rootfs", rootfs.path(), "--mount", src.path() + ":/data:rw", "--mount",
-             src.path() + ":/data2", "--workdir", "/data/", "--env", "A=1", "--env", "B=x=y",
-             "--strace", "--report-unsupported", "--platform", "ptrace", "--", "/bin/true"},
-            "xterm-256color");
+  absl::StatusOr<Command> c = Parse({"run",
+                                     "--rootfs",
+                                     rootfs.path(),
+                                     "--mount",
+                                     src.path() + ":/data:rw",
+                                     "--mount",
+                                     src.path() + ":/data2",
+                                     "--workdir",
+                                     "/data/",
+                                     "--env",
+                                     "A=1",
+                                     "--env",
+                                     "B=x=y",
+                                     "--strace",
+                                     "--report-unsupported",
+                                     "--platform",
+                                     "ptrace",
+                                     "--no-syscall-patching",
+                                     "--",
+                                     "/bin/true"},
+                                    "xterm-256color");
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->run.syscall_patching);
   EXPECT_EQ(c->run.rootfs, rootfs.path());
   ASSERT_EQ(c->run.mounts.size(), 2u);
   EXPECT_EQ(c->run.mounts[0].source, src.path());

@@ -63,8 +63,8 @@ const char* StubChildExitName(int code);
 // then jumps to entry. Exits with a StubChildExit code on failure.
 [[noreturn]] void StubChildMain(const StubChildArgs& args);
 
-// Jumps to `entry` with `arg` in rdi and never returns. For the forked child only: the stub code unmaps
-// everything this function's caller had.
+// Jumps to `entry` with `arg` in rdi and never returns. For the forked child only: the stub code
+// unmaps everything this function's caller had.
 [[noreturn]] void JumpToStub(uint64_t entry, uint64_t arg);
 
 }  // namespace usentry::platform

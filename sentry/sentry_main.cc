@@ -159,9 +159,10 @@ absl::StatusOr<SentryHost> PrepareSentry(const SentryConfig& cfg) {
   if (!mf.ok()) return prefixed("memory file", mf.status());
   host.memory_file = std::move(mf).value();
   const platform::MemoryFileInfo info{host.memory_file->fd()};
+  const platform::PlatformOptions popts{.syscall_patching = cfg.syscall_patching};
   std::string name = cfg.platform;
   if (name == "auto") {
-    auto systrap = platform::NewPlatform("systrap", info);
+    auto systrap = platform::NewPlatform("systrap", info, popts);
     if (systrap.ok()) {
       host.platform = std::move(systrap).value();
       return host;
@@ -170,7 +171,7 @@ absl::StatusOr<SentryHost> PrepareSentry(const SentryConfig& cfg) {
             std::string(systrap.status().message()).c_str());
     name = "ptrace";
   }
-  auto p = platform::NewPlatform(name, info);
+  auto p = platform::NewPlatform(name, info, popts);
   if (!p.ok()) return prefixed("platform", p.status());
   host.platform = std::move(p).value();
   return host;

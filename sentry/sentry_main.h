@@ -28,6 +28,7 @@ struct SentryConfig {
   std::string platform = "auto";  // "systrap", "ptrace", or "auto" (systrap, else ptrace)
   bool strace = false;
   bool report_unsupported = false;
+  bool syscall_patching = true;  // platform::PlatformOptions::syscall_patching
   std::string hostname = "usentry";
   uint32_t uid = 0;  // emulated identity of the first task
   uint32_t gid = 0;

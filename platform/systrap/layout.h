@@ -40,7 +40,8 @@ inline constexpr uint64_t kAltStackSize = kSlotSize - kAltStackOffset;
 //    site's end.
 //  * `syscall; cmp $-4095 (or -4096), %rax` (8 bytes; glibc's syscall() and wrappers
 //    that load eax otherwise): patched as the jmp and a nop; eax already holds nr; the
-//    return goes to the trampoline's tail, which does the cmp and jumps back. The area is shared by every stub of a platform (a site patched
+//    return goes to the trampoline's tail, which does the cmp and jumps back. The area is shared by
+//    every stub of a platform (a site patched
 // before a fork stays valid in the child) and mapped read-only; only the sentry writes
 // it. It sits below 2 GiB (absolute disp32 addressing) where apps do not map: the
 // sentry's lowest app address (mm's kMinAddr) is above it.

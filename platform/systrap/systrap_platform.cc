@@ -293,8 +293,9 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr) {
   if (off && pread(platform_->memory_fd(), code, sizeof(code), static_cast<off_t>(*off)) ==
                  static_cast<ssize_t>(sizeof(code))) {
     have = sizeof(code);
-  } else if (off_short && pread(platform_->memory_fd(), code, kSiteSize,
-                                static_cast<off_t>(*off_short)) == static_cast<ssize_t>(kSiteSize)) {
+  } else if (off_short &&
+             pread(platform_->memory_fd(), code, kSiteSize, static_cast<off_t>(*off_short)) ==
+                 static_cast<ssize_t>(kSiteSize)) {
     have = kSiteSize;
   }
   uint64_t site = 0, file_off = 0;
@@ -555,17 +556,16 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFast(Registers& regs) {
 bool SystrapContext::CanResumeFast(const Registers& regs) const {
   const user_regs_struct& a = regs.gp;
   const user_regs_struct& b = fast_gp_;
-  return !regs.fp_dirty && a.rbx == b.rbx && a.rcx == b.rcx && a.rdx == b.rdx &&
-         a.rsi == b.rsi && a.rdi == b.rdi && a.rbp == b.rbp && a.r8 == b.r8 && a.r9 == b.r9 &&
-         a.r10 == b.r10 && a.r11 == b.r11 && a.r12 == b.r12 && a.r13 == b.r13 &&
-         a.r14 == b.r14 && a.r15 == b.r15 && a.rsp == b.rsp && a.rip == b.rip &&
-         a.eflags == b.eflags;
+  return !regs.fp_dirty && a.rbx == b.rbx && a.rcx == b.rcx && a.rdx == b.rdx && a.rsi == b.rsi &&
+         a.rdi == b.rdi && a.rbp == b.rbp && a.r8 == b.r8 && a.r9 == b.r9 && a.r10 == b.r10 &&
+         a.r11 == b.r11 && a.r12 == b.r12 && a.r13 == b.r13 && a.r14 == b.r14 && a.r15 == b.r15 &&
+         a.rsp == b.rsp && a.rip == b.rip && a.eflags == b.eflags;
 }
 
 absl::Status SystrapContext::ConvertToFrame() {
   RETURN_IF_ERROR(stub_->Call(slot_, kOpSlow, "while making a signal frame"));
   fast_ = false;
-  ASSIGN_OR_RETURN(uint8_t* uc, Ucontext());
+  ASSIGN_OR_RETURN(uint8_t * uc, Ucontext());
   uint64_t rip;
   std::memcpy(&rip, uc + kGregsOffset + REG_RIP * 8, 8);
   if (stub_->slot(slot_)->kind != kTrapFrame || rip != stub_->code().slow_trap) {
@@ -755,8 +755,8 @@ void SystrapContext::Interrupt() {
 // ---------------------------------------------------------------------------
 // Platform
 
-absl::StatusOr<std::unique_ptr<SystrapPlatform>> SystrapPlatform::Create(
-    MemoryFileInfo memory_file, PlatformOptions options) {
+absl::StatusOr<std::unique_ptr<SystrapPlatform>> SystrapPlatform::Create(MemoryFileInfo memory_file,
+                                                                         PlatformOptions options) {
   ASSIGN_OR_RETURN(const StubCode code, GetStubCode());
   std::unique_ptr<SystrapPlatform> p(new SystrapPlatform(memory_file, options, code));
   RETURN_IF_ERROR(p->Start());
@@ -904,7 +904,8 @@ int SystrapPlatform::PatchSlot(uint64_t site, uint32_t nr) {
 
 int SystrapPlatform::PatchSlotCmp(uint64_t site, int32_t cmp_imm) {
   std::lock_guard<std::mutex> lock(patch_mu_);
-  const std::pair<uint64_t, uint64_t> key{site, (uint64_t{1} << 40) | static_cast<uint32_t>(cmp_imm)};
+  const std::pair<uint64_t, uint64_t> key{site,
+                                          (uint64_t{1} << 40) | static_cast<uint32_t>(cmp_imm)};
   auto it = patch_slots_.find(key);
   if (it != patch_slots_.end()) return it->second;
   const int slot = next_patch_slot_;

@@ -185,7 +185,7 @@ class SystrapContext final : public Context {
   int interrupt_ticks_ ABSL_GUARDED_BY(mu_) = 0;
   bool fs_known_ = false;
   uint64_t applied_fs_ = 0;
-  bool fast_ = false;          // the last report came from the fast entry
+  bool fast_ = false;           // the last report came from the fast entry
   user_regs_struct fast_gp_{};  // what it reported
 };
 

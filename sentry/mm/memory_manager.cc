@@ -9,8 +9,6 @@
 namespace usentry::sentry::mm {
 
 namespace {
-// The lowest address an app may map (vm.mmap_min_addr).
-constexpr uint64_t kMinAddr = 0x10000;
 // Room reserved under the stack top for the stack and its growth.
 constexpr uint64_t kStackGap = 512ull << 20;
 }  // namespace

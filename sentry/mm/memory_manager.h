@@ -23,6 +23,11 @@
 
 namespace usentry::sentry::mm {
 
+// The lowest address an app may map. Linux's vm.mmap_min_addr is 0x10000; the 64 KiB
+// above it hold the systrap platform's syscall-patch table (platform/systrap/layout.h),
+// so apps get EPERM for fixed mappings there, on every platform alike.
+inline constexpr uint64_t kMinAddr = 0x20000;
+
 enum class Access { kRead, kWrite };
 
 struct Vma {

@@ -14,7 +14,6 @@
 namespace usentry::sentry::mm {
 
 namespace {
-constexpr uint64_t kMinAddr = 0x10000;
 // Largest heap brk may make (RLIMIT_DATA-like), and the memory-file reservation a heap
 // starts with: brk grows inside it in place and doubles it (copying) when it runs out.
 constexpr uint64_t kHeapMax = 64ull << 30;

@@ -14,7 +14,8 @@ class CompatTest : public SandboxTest {
   // Runs `argv` natively and sandboxed and expects the same stdout and exit status.
   // An "@DIR@" argument is replaced by a scratch directory: under a fresh host temp dir
   // natively, /tmp/scratch inside the sandbox (which has its own /tmp).
-  void ExpectSameAsNative(std::vector<std::string> argv) {
+  void ExpectSameAsNative(std::vector<std::string> argv,
+                          const std::vector<std::string>& flags = {}) {
     TempDir scratch;
     std::vector<std::string> native_argv = argv, sandbox_argv = argv;
     for (size_t i = 0; i < argv.size(); ++i) {
@@ -25,7 +26,7 @@ class CompatTest : public SandboxTest {
     }
     RunResult native = Native(native_argv);
     ASSERT_FALSE(native.timed_out) << native.Describe();
-    RunResult sandboxed = Sandboxed(sandbox_argv);
+    RunResult sandboxed = Sandboxed(sandbox_argv, flags);
     EXPECT_EQ(sandboxed.out, native.out)
         << "sandboxed: " << sandboxed.Describe() << "\nnative: " << native.Describe();
     EXPECT_EQ(sandboxed.exit_code, native.exit_code) << sandboxed.Describe();
@@ -123,6 +124,11 @@ print(sorted(k for k in os.environ))
 )py";
 
 TEST_P(CompatTest, Python) { ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}); }
+
+// Every syscall through the platform's slow path (systrap: a host signal each).
+TEST_P(CompatTest, PythonWithoutSyscallPatching) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}, {"--no-syscall-patching"});
+}
 
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
 

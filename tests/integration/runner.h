@@ -33,10 +33,10 @@ struct RunRequest {
   int timeout_seconds = 60;
 };
 
-// Runs the request to completion (or kills its process group at the timeout).
 // Every platform the integration and hostile tests run on (INSTANTIATE_TEST_SUITE_P).
 inline const std::vector<std::string> kTestPlatforms = {"ptrace", "systrap"};
 
+// Runs the request to completion (or kills its process group at the timeout).
 RunResult RunProcess(const RunRequest& request);
 
 // The environment a sandboxed program starts with (`usentry run` without --env and
