@@ -130,6 +130,7 @@ struct ZygotePage {
   uint64_t slice_offset;  // request: context-memfd offset of the new stub's region
   int64_t result;         // the new stub's pid, or -errno
   uint64_t ctx_fd;        // the context memfd (the new stub maps its slice, then closes it)
+  uint32_t ready;         // set to 1 by the zygote once it is filtered and unmapped
 };
 static_assert(sizeof(ZygotePage) <= kPageSize);
 

@@ -88,6 +88,13 @@ class Generator : public Xbyak::CodeGenerator {
       Syscall(SYS_munmap);
       CheckZero(die);
     }
+    // Tell the sentry the zygote made it (so a host that refuses any of it is found at
+    // platform creation, where "auto" can still fall back to ptrace).
+    mov(dword[r15 + ZOFF(ready)], 1);
+    lea(rdi, ptr[r15 + ZOFF(ready)]);
+    mov(esi, FUTEX_WAKE);
+    mov(edx, 1);
+    Syscall(SYS_futex);
     xor_(r13d, r13d);
     Xbyak::Label zloop, zrequest, zchild;
     L(zloop);

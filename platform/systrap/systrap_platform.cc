@@ -811,6 +811,18 @@ absl::Status SystrapPlatform::Start() {
   if (pid < 0) return ErrnoStatus("clone(SIGCHLD) for the systrap zygote");
   if (pid == 0) StubChildMain(args);
   zygote_pid_ = static_cast<pid_t>(pid);
+  // Wait until the zygote is running its loop under its filter: this is where a host
+  // without what systrap needs (seccomp TRAP, signal handling) shows up.
+  for (int ticks = 0; Word(zygote_->ready).load() == 0; ++ticks) {
+    int status = 0;
+    if (ChildDead(zygote_pid_, &status)) {
+      return absl::UnavailableError(
+          absl::StrFormat("systrap zygote %s during startup", DescribeWaitStatus(status)));
+    }
+    if (ticks > 100) return absl::DeadlineExceededError("systrap zygote did not start in 5 s");
+    const timespec tick{.tv_sec = 0, .tv_nsec = kTickNanos};
+    Futex(&zygote_->ready, FUTEX_WAIT, 0, &tick);
+  }
   return absl::OkStatus();
 }
 

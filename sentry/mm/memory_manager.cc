@@ -63,7 +63,9 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end) {
     if (!v.shared) mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
     it = vmas_.erase(it);
   }
-  if (as_) (void)as_->Unmap(start, end - start);
+  // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
+  start = std::max(start, kMinAddr);
+  if (as_ && end > start) (void)as_->Unmap(start, end - start);
 }
 
 SysStatus MemoryManager::InsertVma(Vma vma) {

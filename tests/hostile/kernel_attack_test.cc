@@ -132,6 +132,14 @@ TEST_P(KernelAttackTest, StubRegionIsOutOfReach) {
   for (const auto& [name, outcome] : ParseReports(r.out)) {
     if (name == "scratch" || name == "pipe" || name == "after" || name == "mmap_hint") continue;
     ++checked;
+    if (name == "patch_munmap") {  // unmapping nothing succeeds, as on Linux
+      EXPECT_EQ(outcome, "OK 0") << r.Describe();
+      continue;
+    }
+    if (absl::StartsWith(name, "patch_")) {
+      EXPECT_THAT(outcome, AnyOf("EPERM", "EINVAL", "ENOMEM")) << name << "\n" << r.Describe();
+      continue;
+    }
     if (absl::StartsWith(name, "copy")) {
       EXPECT_EQ(outcome, "EFAULT") << name << "\n" << r.Describe();
       continue;

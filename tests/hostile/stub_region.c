@@ -56,6 +56,18 @@ int main(void) {
                            : (uintptr_t)m < top ? "below_top"
                                                 : "ABOVE_TOP");
 
+  // The systrap platform's syscall-patch table at 0x10000 (below the app's lowest
+  // address, 0x20000): unmapping it is a no-op, replacing or reprotecting it fails, and
+  // the patched calls below still work (they jump through it).
+  Report("patch_munmap", munmap((void*)0x10000, 0x10000));
+  Report("patch_mprotect", mprotect((void*)0x10000, 0x10000, PROT_READ | PROT_WRITE));
+  m = mmap((void*)0x10000, 0x10000, PROT_READ | PROT_WRITE | PROT_EXEC,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  Report("patch_mmap_fixed", m == MAP_FAILED ? -1 : (long)(uintptr_t)m);
+  m = mremap(scratch, page, page, MREMAP_MAYMOVE | MREMAP_FIXED, (void*)0x10000);
+  Report("patch_mremap_onto", m == MAP_FAILED ? -1 : (long)(uintptr_t)m);
+  for (int i = 0; i < 100; ++i) getppid();
+
   // The sentry copying to or from app memory must refuse the stub's range, the kernel
   // half (EFAULT, no crash, no leak).
   int fds[2];
