@@ -623,6 +623,30 @@ TEST_P(PlatformTest, PatchedCmpFormKeepsSemantics) {
   EXPECT_EQ(static_cast<int64_t>(regs_.gp.rdi), -EPERM);
 }
 
+// exec: after a fast call, the context moves to a fresh address space (a fresh thread,
+// which starts from a signal frame, not from the fast entry).
+TEST_P(PlatformTest, AfterAFastCallTheContextMovesToANewAddressSpace) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label loop;
+  g.L(loop);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.jmp(loop);
+  Load(g);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Run().kind, SwitchKind::kSyscall) << i;
+  auto fresh = platform_->NewAddressSpace();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  ASSERT_TRUE((*fresh)->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
+  Registers regs;
+  regs.gp.rip = kCode;
+  auto r = ctx_->Switch(**fresh, regs);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  ASSERT_TRUE(ctx_->LoadFpState(**fresh, regs).ok());
+}
+
 TEST_P(PlatformTest, PatchingCanBeTurnedOff) {
   if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
   auto platform = NewPlatform(GetParam(), MemoryFileInfo{.fd = memfd_.get()},

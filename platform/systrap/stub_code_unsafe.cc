@@ -35,7 +35,7 @@ constexpr uint64_t kTaskSize = 0x7ffffffff000;
 constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff400000000, 0x7ff100000000};
 // Spins (each a `pause`) before the stub sleeps in FUTEX_WAIT: a few microseconds, so a
 // busy app's next op is caught without a futex round trip and an idle one sleeps.
-constexpr uint32_t kStubSpins = 4000;
+constexpr uint32_t kStubSpins = 1000;
 
 // The FPU init image for xrstor/fxrstor: FCW 0x37f, MXCSR 0x1f80, XSTATE_BV 0 (every
 // component in its init state).

@@ -125,6 +125,16 @@ print(sorted(k for k in os.environ))
 
 TEST_P(CompatTest, Python) { ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}); }
 
+// gcc runs cc1, as and ld through vfork+exec: many short-lived processes.
+TEST_P(CompatTest, GccCompilesAndRuns) {
+  if (!HostPathExists("/usr/bin/gcc")) GTEST_SKIP() << "no /usr/bin/gcc";
+  ExpectSameAsNative({"/bin/sh", "-c",
+                      "mkdir -p \"$1\" && cd \"$1\" && "
+                      "printf '#include <stdio.h>\\nint main(void) { puts(\"hi from cc\"); "
+                      "return 3; }\\n' > h.c && /usr/bin/gcc -O2 -o h h.c && ./h",
+                      "sh", "@DIR@"});
+}
+
 // Every syscall through the platform's slow path (systrap: a host signal each).
 TEST_P(CompatTest, PythonWithoutSyscallPatching) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}, {"--no-syscall-patching"});
