@@ -33,9 +33,11 @@ constexpr uint64_t kTaskSize = 0x7ffffffff000;
 // Code page candidates, highest first; each leaves kZygotePages and the context region
 // below it and above 0x7ff000000000.
 constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff400000000, 0x7ff100000000};
-// Spins (each a `pause`) before the stub sleeps in FUTEX_WAIT: a few microseconds, so a
-// busy app's next op is caught without a futex round trip and an idle one sleeps.
-constexpr uint32_t kStubSpins = 1000;
+// Spins (each a `pause`, ~19 ns here: ~75 us) before the stub sleeps in FUTEX_WAIT:
+// longer than the sentry takes for most syscalls (a gofer round trip included), so a
+// busy app's result is caught without a futex wake-up, and an idle app sleeps. See
+// kSentrySpins for the measurements behind both numbers.
+constexpr uint32_t kStubSpins = 4000;
 
 // The FPU init image for xrstor/fxrstor: FCW 0x37f, MXCSR 0x1f80, XSTATE_BV 0 (every
 // component in its init state).

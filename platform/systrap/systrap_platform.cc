@@ -25,10 +25,12 @@
 namespace usentry::platform::systrap {
 namespace {
 
-// Spins before the sentry sleeps in FUTEX_WAIT for a stub (each a `pause`, ~20 ns on
-// the machine this was tuned on: ~20 us, longer than most syscall round trips, short
-// enough that two processes ping-ponging on two cores do not starve each other).
-constexpr int kSentrySpins = 1000;
+// Spins before the sentry sleeps in FUTEX_WAIT for a stub (each a `pause`, ~19 ns on
+// the 2-core VM this was tuned on, so ~400 us: app code between two syscalls is often
+// longer than a stub's, and a futex wake-up costs tens of us there). Measured with
+// python3 imports / pipe ping-pong / open+close (ms / us / us): 1000+1000 spins
+// 267/145/110, 4000+20000 215/170/68, 10000+10000 206/496/80.
+constexpr int kSentrySpins = 20000;
 // How long one FUTEX_WAIT lasts before the sentry checks that the stub is alive.
 constexpr long kTickNanos = 50 * 1000 * 1000;
 // An app that ignores Interrupt() this many ticks (its stub thread blocked the host
