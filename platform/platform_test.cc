@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "platform/ptrace/ptrace_platform.h"
 #include "platform/systrap/systrap_platform.h"
+#include "platform/test_machine.h"
 #include "xbyak/xbyak.h"
 
 namespace usentry::platform {
@@ -34,15 +35,7 @@ namespace {
 
 using namespace Xbyak::util;  // NOLINT: register names
 
-constexpr uint64_t kPage = 4096;
-constexpr uint64_t kCode = 0x400000;
-constexpr uint64_t kData = 0x500000;
-constexpr uint64_t kUnmapped = 0x600000;
-constexpr uint64_t kStack = 0x7f0000000000;
-// Memory-file offsets of the pages above.
-constexpr uint64_t kCodeOff = 0;
-constexpr uint64_t kDataOff = 0x10000;
-constexpr uint64_t kStackOff = 0x20000;
+using namespace test_support;  // NOLINT: the test machine and its addresses
 
 // The host pid of the stub process behind `as`, whatever the platform.
 pid_t StubPidOf(AddressSpace& as) {
@@ -51,58 +44,10 @@ pid_t StubPidOf(AddressSpace& as) {
   return -1;
 }
 
-class PlatformTest : public ::testing::TestWithParam<std::string> {
- public:
-  static Xbyak::CodeGenerator Gen() {
-    return Xbyak::CodeGenerator(kPage, Xbyak::DontSetProtectRWE);
-  }
-
+class PlatformTest : public ::testing::TestWithParam<std::string>, public TestMachine {
  protected:
-  void SetUp() override {
-    memfd_ = UniqueFd(memfd_create("usentry-test-memory", 0));
-    ASSERT_TRUE(memfd_.valid());
-    ASSERT_EQ(ftruncate(memfd_.get(), 1 << 20), 0);
-    auto platform = NewPlatform(GetParam(), MemoryFileInfo{.fd = memfd_.get()});
-    ASSERT_TRUE(platform.ok()) << platform.status();
-    platform_ = std::move(*platform);
-    auto as = platform_->NewAddressSpace();
-    ASSERT_TRUE(as.ok()) << as.status();
-    as_ = std::move(*as);
-    auto ctx = platform_->NewContext();
-    ASSERT_TRUE(ctx.ok()) << ctx.status();
-    ctx_ = std::move(*ctx);
-  }
-
+  void SetUp() override { Start(GetParam()); }
   pid_t StubPid() { return StubPidOf(*as_); }
-
-  // Puts `g`'s code at kCode (r-x) and maps a stack page at kStack (rw).
-  void Load(const Xbyak::CodeGenerator& g) {
-    ASSERT_EQ(pwrite(memfd_.get(), g.getCode(), g.getSize(), kCodeOff),
-              static_cast<ssize_t>(g.getSize()));
-    ASSERT_TRUE(as_->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
-    ASSERT_TRUE(as_->MapFile(kStack, kPage, kStackOff, PROT_READ | PROT_WRITE).ok());
-    regs_.gp.rip = kCode;
-    regs_.gp.rsp = kStack + kPage;
-    regs_.gp.eflags = 0x202;
-  }
-
-  SwitchResult Run() {
-    absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : SwitchResult{};
-  }
-
-  uint8_t MemByte(uint64_t off) {
-    uint8_t b = 0;
-    EXPECT_EQ(pread(memfd_.get(), &b, 1, off), 1);
-    return b;
-  }
-
-  UniqueFd memfd_;
-  std::unique_ptr<Platform> platform_;
-  std::unique_ptr<AddressSpace> as_;
-  std::unique_ptr<Context> ctx_;
-  Registers regs_;
 };
 
 TEST(NewPlatformTest, UnknownNameIsInvalidArgument) {
@@ -134,7 +79,7 @@ TEST_P(PlatformTest, SyscallsTrapAndResumeAfterTheInstruction) {
   g.syscall();
   Load(g);
 
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
   EXPECT_EQ(static_cast<int64_t>(regs_.gp.rax), -ENOSYS);
@@ -142,7 +87,7 @@ TEST_P(PlatformTest, SyscallsTrapAndResumeAfterTheInstruction) {
   EXPECT_EQ(regs_.gp.rcx, kCode + 7);  // as the syscall instruction left it
 
   regs_.gp.rax = 1234;  // the emulated result
-  r = Run();
+  r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(regs_.gp.rdi, 1234u);
@@ -155,17 +100,17 @@ TEST_P(PlatformTest, RestartBySteppingBack) {
   g.mov(eax, SYS_exit);
   g.syscall();
   Load(g);
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   regs_.gp.rip -= 2;
   regs_.gp.rax = regs_.gp.orig_rax;
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
   EXPECT_EQ(regs_.gp.rip, kCode + 7);
   // A -ERESTARTSYS-looking value in rax is not acted on by the host kernel.
   regs_.gp.rax = static_cast<uint64_t>(-512);
   ctx_->Interrupt();  // pass through the signal path, where the host restarts syscalls
-  ASSERT_EQ(Run().kind, SwitchKind::kInterrupted);
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kInterrupted);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
 }
 
@@ -175,7 +120,7 @@ TEST_P(PlatformTest, LoadFromUnmappedAddressFaults) {
   const size_t load_offset = g.getSize();
   g.mov(rax, g.ptr[rcx]);
   Load(g);
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kFault);
   EXPECT_EQ(r.fault_addr, kUnmapped + 0x18);
   EXPECT_EQ(r.info.si_signo, SIGSEGV);
@@ -191,7 +136,7 @@ TEST_P(PlatformTest, AccessBeyondTheMemoryFileIsBusFault) {
   Load(g);
   // Mapping past the file's end succeeds; touching it is SIGBUS, reported as a fault.
   ASSERT_TRUE(as_->MapFile(kData, kPage, 2 << 20, PROT_READ).ok());
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kFault);
   EXPECT_EQ(r.info.si_signo, SIGBUS);
   EXPECT_EQ(r.fault_addr, kData + 8);
@@ -211,7 +156,7 @@ TEST_P(PlatformTest, RepeatedInterruptsNeverReachTheApp) {
     }
   });
   for (int i = 0; i < 50; ++i) {
-    SwitchResult r = Run();
+    SwitchResult r = RunApp();
     ASSERT_EQ(r.kind, SwitchKind::kInterrupted);
     ASSERT_EQ(regs_.gp.rip, kCode);
   }
@@ -222,7 +167,7 @@ TEST_P(PlatformTest, RepeatedInterruptsNeverReachTheApp) {
   regs_.gp.rax = 0;
   SwitchResult r;
   for (int i = 0; i < 3; ++i) {
-    r = Run();
+    r = RunApp();
     if (r.kind != SwitchKind::kInterrupted) break;
   }
   EXPECT_EQ(r.kind, SwitchKind::kFault);
@@ -234,7 +179,7 @@ TEST_P(PlatformTest, JumpToUnmappedAddressIsExecFault) {
   g.mov(rcx, kUnmapped);
   g.jmp(rcx);
   Load(g);
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kFault);
   EXPECT_EQ(r.fault_addr, kUnmapped);
   EXPECT_TRUE(r.fault_exec);
@@ -251,18 +196,18 @@ TEST_P(PlatformTest, ProtectMakesWritesFaultUntilRestored) {
   g.syscall();
   Load(g);
   ASSERT_TRUE(as_->MapFile(kData, kPage, kDataOff, PROT_READ | PROT_WRITE).ok());
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_EQ(MemByte(kDataOff), 1);
 
   ASSERT_TRUE(as_->Protect(kData, kPage, PROT_READ).ok());
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kFault);
   EXPECT_EQ(r.fault_addr, kData);
   EXPECT_EQ(r.info.si_code, SEGV_ACCERR);
   EXPECT_EQ(MemByte(kDataOff), 1);
 
   ASSERT_TRUE(as_->Protect(kData, kPage, PROT_READ | PROT_WRITE).ok());
-  r = Run();  // retries the faulting store
+  r = RunApp();  // retries the faulting store
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(MemByte(kDataOff), 2);
@@ -278,10 +223,10 @@ TEST_P(PlatformTest, UnmapRemovesTheMapping) {
   g.movzx(edi, g.byte[rbx]);
   Load(g);
   ASSERT_TRUE(as_->MapFile(kData, kPage, kDataOff, PROT_READ).ok());
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.rdi, 0x2au);  // the app sees the memory file's bytes
   ASSERT_TRUE(as_->Unmap(kData, kPage).ok());
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kFault);
   EXPECT_EQ(r.fault_addr, kData);
 }
@@ -309,14 +254,14 @@ TEST_P(PlatformTest, InterruptFromAnotherThreadStopsASpinningApp) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ctx_->Interrupt();
   });
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   t.join();
   EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
   EXPECT_EQ(regs_.gp.rip, kCode);
 
   // Interrupt before Switch: returns at once, registers unchanged.
   ctx_->Interrupt();
-  EXPECT_EQ(Run().kind, SwitchKind::kInterrupted);
+  EXPECT_EQ(RunApp().kind, SwitchKind::kInterrupted);
   EXPECT_EQ(regs_.gp.rip, kCode);
 
   // The app never saw a signal and keeps running.
@@ -324,7 +269,7 @@ TEST_P(PlatformTest, InterruptFromAnotherThreadStopsASpinningApp) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ctx_->Interrupt();
   });
-  r = Run();
+  r = RunApp();
   t2.join();
   EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
   EXPECT_EQ(regs_.gp.rip, kCode);
@@ -337,15 +282,15 @@ TEST_P(PlatformTest, SynchronousSignalsAreReported) {
   g.div(ecx);  // divide by zero
   g.ud2();
   Load(g);
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSignal);
   EXPECT_EQ(r.info.si_signo, SIGTRAP);
-  r = Run();
+  r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSignal);
   EXPECT_EQ(r.info.si_signo, SIGFPE);
   EXPECT_EQ(r.info.si_code, FPE_INTDIV);
   regs_.gp.rip += 2;  // skip `div ecx`
-  r = Run();
+  r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSignal);
   EXPECT_EQ(r.info.si_signo, SIGILL);
 }
@@ -358,7 +303,7 @@ TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
   g.mov(eax, SYS_exit);
   g.syscall();
   Load(g);
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_FALSE(regs_.fp_valid);
   ASSERT_TRUE(ctx_->LoadFpState(*as_, regs_).ok());
   EXPECT_TRUE(regs_.fp_valid);
@@ -376,7 +321,7 @@ TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
   xstate_bv |= 2;  // SSE state present in the buffer
   std::memcpy(regs_.fp + 512, &xstate_bv, 8);
   regs_.fp_dirty = true;
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_FALSE(regs_.fp_dirty);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(regs_.gp.rdi, v);
@@ -433,7 +378,7 @@ TEST_P(PlatformTest, Int80IsNeverASyscall) {
   g.db(0xcd);
   g.db(0x80);  // int 0x80
   Load(g);
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSignal);
   if (r.info.si_signo == SIGSEGV) GTEST_SKIP() << "host has no IA-32 syscall emulation";
   EXPECT_EQ(r.info.si_signo, SIGSYS);
@@ -498,7 +443,7 @@ TEST_P(PlatformTest, SeveralAddressSpacesAreIndependent) {
   auto r2 = ctx_->Switch(**other, regs2);
   ASSERT_TRUE(r2.ok()) << r2.status();
   EXPECT_EQ(r2->kind, SwitchKind::kSyscall);
-  EXPECT_EQ(Run().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_NE(StubPidOf(**other), StubPid());
 }
 
@@ -524,7 +469,7 @@ TEST_P(PlatformTest, PatchedSiteKeepsSemantics) {
   g.syscall();
   Load(g);
   for (int i = 0; i < 5; ++i) {
-    SwitchResult r = Run();
+    SwitchResult r = RunApp();
     ASSERT_EQ(r.kind, SwitchKind::kSyscall) << i;
     EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid)) << i;
     EXPECT_EQ(regs_.gp.rip, kCode + site + 7) << i;  // as if the syscall had run
@@ -535,7 +480,7 @@ TEST_P(PlatformTest, PatchedSiteKeepsSemantics) {
   // The site now jumps to a trampoline: ff 24 25 <table entry>.
   EXPECT_EQ(MemByte(kCodeOff + site), 0xff);
   EXPECT_EQ(MemByte(kCodeOff + site + 1), 0x24);
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(regs_.gp.rdi, 100u + 101 + 102 + 103 + 104);
@@ -557,12 +502,12 @@ TEST_P(PlatformTest, PatchedSiteRestartsAndTakesFullRegisterChanges) {
   g.mov(eax, SYS_exit);
   g.syscall();
   Load(g);
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);  // patched here
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);  // through the fast entry
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);  // patched here
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);  // through the fast entry
   EXPECT_EQ(regs_.gp.rip, kCode + 7);
   regs_.gp.rip -= 2;
   regs_.gp.rax = regs_.gp.orig_rax;
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
   EXPECT_EQ(regs_.gp.rip, kCode + 7);
@@ -576,7 +521,7 @@ TEST_P(PlatformTest, PatchedSiteRestartsAndTakesFullRegisterChanges) {
   std::memcpy(regs_.fp + 512, &xstate_bv, 8);
   regs_.fp_dirty = true;
   regs_.gp.rip = kCode + elsewhere.getAddress() - g.getCode();
-  r = Run();
+  r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(regs_.gp.rdi, v);
@@ -606,7 +551,7 @@ TEST_P(PlatformTest, PatchedCmpFormKeepsSemantics) {
   g.syscall();
   Load(g);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(Run().kind, SwitchKind::kSyscall) << i;
+    ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall) << i;
     EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid)) << i;
     regs_.gp.rax = 7;  // success: the cmp must see it and fall through
   }
@@ -614,10 +559,10 @@ TEST_P(PlatformTest, PatchedCmpFormKeepsSemantics) {
   // A restart of the patched call is the same call again.
   regs_.gp.rip -= 2;
   regs_.gp.rax = regs_.gp.orig_rax;
-  ASSERT_EQ(Run().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
   regs_.gp.rax = static_cast<uint64_t>(-EPERM);  // failure: the cmp sends it to `error`
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(static_cast<int64_t>(regs_.gp.rdi), -EPERM);
@@ -634,7 +579,7 @@ TEST_P(PlatformTest, AfterAFastCallTheContextMovesToANewAddressSpace) {
   g.syscall();
   g.jmp(loop);
   Load(g);
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(Run().kind, SwitchKind::kSyscall) << i;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall) << i;
   auto fresh = platform_->NewAddressSpace();
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   ASSERT_TRUE((*fresh)->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "platform/platform.h"
 #include "platform/ptrace/stub_code_unsafe.h"
+#include "platform/test_machine.h"
 #include "xbyak/xbyak.h"
 
 namespace usentry::platform::ptrace {
@@ -33,68 +34,12 @@ namespace {
 
 using namespace Xbyak::util;  // NOLINT: register names
 
-constexpr uint64_t kPage = 4096;
-constexpr uint64_t kCode = 0x400000;
-constexpr uint64_t kData = 0x500000;
-constexpr uint64_t kUnmapped = 0x600000;
-constexpr uint64_t kStack = 0x7f0000000000;
-// Memory-file offsets of the pages above.
-constexpr uint64_t kCodeOff = 0;
-constexpr uint64_t kDataOff = 0x10000;
-constexpr uint64_t kStackOff = 0x20000;
+using namespace ::usentry::platform::test_support;  // NOLINT: the test machine
 
-class PtracePlatformTest : public ::testing::Test {
- public:
-  static Xbyak::CodeGenerator Gen() {
-    return Xbyak::CodeGenerator(kPage, Xbyak::DontSetProtectRWE);
-  }
-
+class PtracePlatformTest : public ::testing::Test, public TestMachine {
  protected:
-  void SetUp() override {
-    memfd_ = UniqueFd(memfd_create("usentry-test-memory", 0));
-    ASSERT_TRUE(memfd_.valid());
-    ASSERT_EQ(ftruncate(memfd_.get(), 1 << 20), 0);
-    auto platform = NewPlatform("ptrace", MemoryFileInfo{.fd = memfd_.get()});
-    ASSERT_TRUE(platform.ok()) << platform.status();
-    platform_ = std::move(*platform);
-    auto as = platform_->NewAddressSpace();
-    ASSERT_TRUE(as.ok()) << as.status();
-    as_ = std::move(*as);
-    auto ctx = platform_->NewContext();
-    ASSERT_TRUE(ctx.ok()) << ctx.status();
-    ctx_ = std::move(*ctx);
-  }
-
+  void SetUp() override { Start("ptrace"); }
   pid_t StubPid() { return static_cast<PtraceAddressSpace&>(*as_).stub_pid(); }
-
-  // Puts `g`'s code at kCode (r-x) and maps a stack page at kStack (rw).
-  void Load(const Xbyak::CodeGenerator& g) {
-    ASSERT_EQ(pwrite(memfd_.get(), g.getCode(), g.getSize(), kCodeOff),
-              static_cast<ssize_t>(g.getSize()));
-    ASSERT_TRUE(as_->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
-    ASSERT_TRUE(as_->MapFile(kStack, kPage, kStackOff, PROT_READ | PROT_WRITE).ok());
-    regs_.gp.rip = kCode;
-    regs_.gp.rsp = kStack + kPage;
-    regs_.gp.eflags = 0x202;
-  }
-
-  SwitchResult Run() {
-    absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : SwitchResult{};
-  }
-
-  uint8_t MemByte(uint64_t off) {
-    uint8_t b = 0;
-    EXPECT_EQ(pread(memfd_.get(), &b, 1, off), 1);
-    return b;
-  }
-
-  UniqueFd memfd_;
-  std::unique_ptr<Platform> platform_;
-  std::unique_ptr<AddressSpace> as_;
-  std::unique_ptr<Context> ctx_;
-  Registers regs_;
 };
 
 TEST_F(PtracePlatformTest, StubHasOnlyStubPageAndAppMappings) {
@@ -157,7 +102,7 @@ TEST_F(PtracePlatformTest, JumpingIntoTheStubSyscallSiteIsStillEmulated) {
   g.mov(rcx, stub->syscall_site);
   g.jmp(rcx);
   Load(g);
-  SwitchResult r = Run();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);  // SYSEMU caught it; the host never ran it
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_mmap));
   EXPECT_EQ(regs_.gp.rip, stub->syscall_site + 2);
@@ -175,7 +120,7 @@ TEST_F(PtracePlatformTest, UseFromAnotherThreadIsAnErrorNotAHang) {
     EXPECT_FALSE(ctx_->LoadFpState(*as_, regs_).ok());
   });
   other.join();
-  SwitchResult r = Run();  // still fine from the owner thread
+  SwitchResult r = RunApp();  // still fine from the owner thread
   EXPECT_EQ(r.kind, SwitchKind::kSignal);
   EXPECT_EQ(r.info.si_signo, SIGILL);
 }

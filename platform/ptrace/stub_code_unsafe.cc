@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "platform/stub_process.h"
 #include "xbyak/xbyak.h"
 
 namespace usentry::platform::ptrace {
@@ -88,33 +89,17 @@ StubCode Generate() {
 }
 
 absl::StatusOr<StubPage> MapStubPage() {
-  const StubCode code = Generate();
-  for (uint64_t addr : kCandidates) {
-    void* want = reinterpret_cast<void*>(addr);
-    void* got = mmap(want, kStubPageSize, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (got == MAP_FAILED) {
-      if (errno == EEXIST) continue;
-      return ErrnoStatus(absl::StrFormat("mmap(0x%x, stub page, MAP_FIXED_NOREPLACE)", addr));
-    }
-    if (got != want) {  // kernels before 4.17 treat the flag as a hint
-      munmap(got, kStubPageSize);
-      continue;
-    }
-    std::memcpy(got, code.bytes, code.size);
-    if (mprotect(got, kStubPageSize, PROT_READ | PROT_EXEC) != 0) {
-      const int err = errno;
-      munmap(got, kStubPageSize);
-      return ErrnoStatus(absl::StrFormat("mprotect(0x%x, stub page, PROT_READ|PROT_EXEC)", addr),
-                         err);
-    }
-    return StubPage{.addr = addr,
-                    .entry = addr,
-                    .syscall_site = addr + code.syscall_site_offset,
-                    .trap_rip = addr + code.syscall_site_offset + 3};  // syscall(2) + int3(1)
-  }
-  return absl::ResourceExhaustedError(
-      "mmap(stub page): every candidate address is in use in the sentry");
+  const StubCode code = Generate();  // position independent: the same at every address
+  ASSIGN_OR_RETURN(
+      const uint64_t addr,
+      MapCodeAtFirstFree(
+          kCandidates, kStubPageSize,
+          [&](uint64_t) { return std::vector<uint8_t>(code.bytes, code.bytes + code.size); },
+          "stub page"));
+  return StubPage{.addr = addr,
+                  .entry = addr,
+                  .syscall_site = addr + code.syscall_site_offset,
+                  .trap_rip = addr + code.syscall_site_offset + 3};  // syscall(2) + int3(1)
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "base/sys_result.h"
 #include "platform/ptrace/stub_filter.h"
+#include "platform/stub_process.h"
 
 namespace usentry::platform::ptrace {
 namespace {
@@ -110,15 +111,7 @@ absl::Status Subprocess::FinishSetup() {
 }
 
 Subprocess::~Subprocess() {
-  if (dead_) return;
-  ::kill(pid_, SIGKILL);
-  // Reap it; after SIGKILL the only remaining wait result is its death.
-  for (;;) {
-    int st = 0;
-    const pid_t r = waitpid(pid_, &st, __WALL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) break;
-  }
+  if (!dead_) KillAndReap(pid_);
 }
 
 absl::StatusOr<int> Subprocess::Wait() {

@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "platform/stub_child_unsafe.h"
+#include "platform/stub_process.h"
 #include "platform/systrap/layout.h"
 #include "xbyak/xbyak.h"
 
@@ -468,33 +469,20 @@ class Generator : public Xbyak::CodeGenerator {
 #undef ZOFF
 
 absl::StatusOr<StubCode> MapStubCode() {
-  for (uint64_t addr : kCandidates) {
-    const uint64_t ctx_base = (addr - kZygotePages * kPageSize - kCtxRegionSize) & ~(kSlotSize - 1);
-    Generator g(addr, ctx_base);
-    const StubCode code = g.Generate();
-    void* want = reinterpret_cast<void*>(addr);
-    void* got = mmap(want, kCodeSize, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (got == MAP_FAILED) {
-      if (errno == EEXIST) continue;
-      return ErrnoStatus(
-          absl::StrFormat("mmap(0x%x, systrap stub page, MAP_FIXED_NOREPLACE)", addr));
-    }
-    if (got != want) {  // kernels before 4.17 treat the flag as a hint
-      munmap(got, kCodeSize);
-      continue;
-    }
-    std::memcpy(got, g.getCode(), g.getSize());
-    if (mprotect(got, kCodeSize, PROT_READ | PROT_EXEC) != 0) {
-      const int err = errno;
-      munmap(got, kCodeSize);
-      return ErrnoStatus(
-          absl::StrFormat("mprotect(0x%x, systrap stub page, PROT_READ|PROT_EXEC)", addr), err);
-    }
-    return code;
-  }
-  return absl::ResourceExhaustedError(
-      "mmap(systrap stub page): every candidate address is in use in the sentry");
+  StubCode code;
+  ASSIGN_OR_RETURN(const uint64_t addr,
+                   MapCodeAtFirstFree(
+                       kCandidates, kCodeSize,
+                       [&](uint64_t at) {
+                         const uint64_t ctx_base =
+                             (at - kZygotePages * kPageSize - kCtxRegionSize) & ~(kSlotSize - 1);
+                         Generator g(at, ctx_base);
+                         code = g.Generate();
+                         return std::vector<uint8_t>(g.getCode(), g.getCode() + g.getSize());
+                       },
+                       "systrap stub code"));
+  if (addr != code.code_page) return absl::InternalError("systrap stub code moved");
+  return code;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "platform/stub_child_unsafe.h"
+#include "platform/stub_process.h"
 #include "platform/systrap/stub_filter.h"
 
 namespace usentry::platform::systrap {
@@ -83,13 +84,7 @@ StubProcess::StubProcess(SystrapPlatform* platform, pid_t pid, int slice, uint8_
     : platform_(platform), pid_(pid), slice_(slice), local_(local) {}
 
 StubProcess::~StubProcess() {
-  ::kill(pid_, SIGKILL);
-  for (;;) {
-    int st = 0;
-    const pid_t r = waitpid(pid_, &st, __WALL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) break;
-  }
+  KillAndReap(pid_);
   platform_->FreeSlice(slice_);
 }
 
@@ -832,11 +827,7 @@ absl::Status SystrapPlatform::Start() {
 }
 
 SystrapPlatform::~SystrapPlatform() {
-  if (zygote_pid_ > 0) {
-    ::kill(zygote_pid_, SIGKILL);
-    while (waitpid(zygote_pid_, nullptr, __WALL) < 0 && errno == EINTR) {
-    }
-  }
+  if (zygote_pid_ > 0) KillAndReap(zygote_pid_);
   if (zygote_ != nullptr) munmap(zygote_, kPageSize);
   if (ctx_map_ != nullptr) munmap(ctx_map_, kCtxFileSize);
 }
