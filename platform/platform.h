@@ -84,6 +84,9 @@ class Context {
   virtual absl::Status LoadFpState(AddressSpace& as, Registers& regs) = 0;
   // Makes a concurrent or future Switch return kInterrupted soon. Thread safe.
   virtual void Interrupt() = 0;
+  // A hint between Switches: the sentry is about to sleep for this task (a blocking
+  // syscall), so the app thread need not wait busily for its result.
+  virtual void WillBlock() {}
 };
 
 class Platform {

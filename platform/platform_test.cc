@@ -410,6 +410,27 @@ TEST_P(PlatformTest, VsyscallIsKilledOrFaults) {
   }
 }
 
+// The sentry's "about to block" hint changes only how the stub waits, never what the
+// app sees, on every platform.
+TEST_P(PlatformTest, WillBlockIsOnlyAHint) {
+  auto g = Gen();
+  Xbyak::Label loop;
+  g.xor_(ebx, ebx);
+  g.L(loop);
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  g.add(rbx, rax);
+  g.jmp(loop);
+  Load(g);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall) << i;
+    EXPECT_EQ(regs_.gp.rbx, static_cast<uint64_t>(10 * i)) << i;
+    ctx_->WillBlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(i));  // the "blocking" call
+    regs_.gp.rax = 10;
+  }
+}
+
 TEST_P(PlatformTest, StubDeathIsAnError) {
   auto g = Gen();
   Xbyak::Label spin;

@@ -104,6 +104,7 @@ struct SlotHeader {
   uint32_t stub_sleeping;    // the stub thread sleeps in FUTEX_WAIT on state
   uint32_t sentry_sleeping;  // a sentry thread sleeps in FUTEX_WAIT on state
   uint32_t op;
+  uint64_t stop_spinning;  // the sentry will be a while: the stub sleeps at once
   uint64_t nr;
   uint64_t args[6];
   int64_t result;

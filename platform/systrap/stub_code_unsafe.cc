@@ -39,6 +39,7 @@ constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff4000000
 // busy app's result is caught without a futex wake-up, and an idle app sleeps. See
 // kSentrySpins for the measurements behind both numbers.
 constexpr uint32_t kStubSpins = 4000;
+constexpr uint32_t kStubSpinsBeforeHint = 500;  // ~10 us
 
 // The FPU init image for xrstor/fxrstor: FCW 0x37f, MXCSR 0x1f80, XSTATE_BV 0 (every
 // component in its init state).
@@ -429,6 +430,14 @@ class Generator : public Xbyak::CodeGenerator {
     L(spin);
     cmp(dword[r12 + OFF(state)], kStateGo);
     je(go, T_NEAR);
+    // The sentry's "about to block" hint is honoured after a first short spin, which
+    // still catches blocks that end at once (a wait for a child already gone...).
+    Xbyak::Label no_hint;
+    cmp(ecx, kStubSpins - kStubSpinsBeforeHint);
+    ja(no_hint, T_NEAR);
+    cmp(qword[r12 + OFF(stop_spinning)], 0);
+    jne(sleep, T_NEAR);
+    L(no_hint);
     pause();
     dec(ecx);
     jnz(spin, T_NEAR);

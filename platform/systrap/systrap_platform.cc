@@ -104,6 +104,7 @@ uint8_t* StubProcess::SignalStackPtr(int i, uint64_t addr, uint64_t len) const {
 void StubProcess::Post(int i, SlotOp op) {
   SlotHeader* h = slot(i);
   h->op = op;
+  h->stop_spinning = 0;
   Word(h->state).store(kStateGo);  // seq_cst: ordered before the load below
   if (Word(h->stub_sleeping).load() != 0) Futex(&h->state, FUTEX_WAKE, 1);
 }
@@ -742,6 +743,11 @@ absl::Status SystrapContext::LoadFpState(AddressSpace& as, Registers& regs) {
   regs.fp_valid = true;
   regs.fp_dirty = false;
   return absl::OkStatus();
+}
+
+void SystrapContext::WillBlock() {
+  // Only the switching thread calls this (between Switches), like Switch itself.
+  if (stub_ && slot_ > 0) stub_->slot(slot_)->stop_spinning = 1;
 }
 
 void SystrapContext::Interrupt() {

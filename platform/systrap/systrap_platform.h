@@ -156,6 +156,7 @@ class SystrapContext final : public Context {
   absl::StatusOr<SwitchResult> Switch(AddressSpace& as, Registers& regs) override;
   absl::Status LoadFpState(AddressSpace& as, Registers& regs) override;
   void Interrupt() override;
+  void WillBlock() override;
 
  private:
   absl::Status Bind(const std::shared_ptr<StubProcess>& stub);

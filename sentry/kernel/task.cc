@@ -22,6 +22,7 @@ bool Task::InterruptPending() const {
 }
 
 SysStatus Task::Block(Waiter& w, std::optional<absl::Time> deadline) {
+  if (!w.notified() && ctx) ctx->WillBlock();
   while (!w.notified()) {
     if (InterruptPending()) return Errno{EINTR};
     if (deadline) {
