@@ -61,6 +61,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
   }
   sentry::confine::ConfineOptions confine;
   confine.own_mount_namespace = (process.namespaces & CLONE_NEWNS) != 0;
+  confine.allow_ptrace = host->platform->Name() == "ptrace";
   absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineSentry(confine);
   if (!report.ok()) {
     fprintf(stderr, "usentry: confining the sentry: %s\n",

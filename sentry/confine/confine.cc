@@ -230,8 +230,9 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
   const char* env = getenv("USENTRY_DEBUG_SECCOMP");
   bool debug = options.debug_seccomp || (env != nullptr && strcmp(env, "1") == 0);
   if (debug) RETURN_IF_ERROR(InstallDebugHandler());
-  ASSIGN_OR_RETURN(ScmpFilter filter,
-                   BuildSentryFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
+  ASSIGN_OR_RETURN(
+      ScmpFilter filter,
+      BuildSentryFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS, options.allow_ptrace));
   int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_TSYNC, 1);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_CTL_TSYNC)", -rc);
   rc = seccomp_load(filter.get());

@@ -21,6 +21,9 @@ struct ConfineOptions {
   bool pivot_root = true;
   bool drop_capabilities = true;
   bool seccomp = true;
+  // The ptrace requests the ptrace platform drives its stubs with; the systrap platform
+  // needs none, so the allowlist leaves ptrace out entirely when it runs.
+  bool allow_ptrace = true;
   // SCMP_ACT_TRAP + a SIGSYS handler naming the syscall, instead of killing silently.
   // ConfineSentry also turns it on when USENTRY_DEBUG_SECCOMP=1.
   bool debug_seccomp = false;

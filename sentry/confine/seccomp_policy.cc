@@ -174,7 +174,7 @@ absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp
 
 }  // namespace
 
-absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action) {
+absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow_ptrace) {
   ScmpFilter filter(seccomp_init(default_action));
   if (!filter) return absl::InternalError("seccomp_init failed");
   scmp_filter_ctx ctx = filter.get();
@@ -199,7 +199,7 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action) {
     RETURN_IF_ERROR(Add(ctx, SCMP_SYS(prctl), {SCMP_A0(SCMP_CMP_EQ, option)}));
   }
   for (uint64_t request : kPtraceRequests) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ptrace), {SCMP_A0(SCMP_CMP_EQ, request)}));
+    if (allow_ptrace) RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ptrace), {SCMP_A0(SCMP_CMP_EQ, request)}));
   }
   // Signals only to a positive pid (a stub): never pid 0 (our process group, which holds
   // the CLI when there is no PID namespace) or -1 (everything we may signal). pid_t is

@@ -24,8 +24,9 @@ using ScmpFilter = std::unique_ptr<void, ScmpFilterDeleter>;
 // on the list: SCMP_ACT_KILL_PROCESS in production, SCMP_ACT_TRAP when debugging
 // (USENTRY_DEBUG_SECCOMP=1). Syscalls from another ABI (i386 int 0x80, x32) get the
 // default action too. The list and the reason for each entry are in docs/security.md;
-// keep both in sync.
-absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
+// keep both in sync. `allow_ptrace`: the ptrace platform's requests (only it needs them).
+absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS,
+                                             bool allow_ptrace = true);
 
 // Compiles `filter` to classic BPF (seccomp_export_bpf through a memfd).
 absl::StatusOr<std::vector<sock_filter>> ExportBpf(const ScmpFilter& filter);

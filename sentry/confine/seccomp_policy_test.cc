@@ -169,6 +169,22 @@ TEST_F(SentryFilterTest, PtraceRequests) {
   EXPECT_EQ(Eval(__NR_ptrace, {PTRACE_SECCOMP_GET_FILTER, 5}), kKill);
 }
 
+// Under systrap the sentry never ptraces: the request list is left out.
+TEST(SentryFilterWithoutPtraceTest, EveryPtraceRequestKills) {
+  absl::StatusOr<ScmpFilter> filter = BuildSentryFilter(SCMP_ACT_KILL_PROCESS, false);
+  ASSERT_TRUE(filter.ok()) << filter.status();
+  absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
+  ASSERT_TRUE(prog.ok()) << prog.status();
+  for (uint64_t req : {PTRACE_SYSEMU, PTRACE_GETREGS, PTRACE_CONT, PTRACE_TRACEME, PTRACE_SEIZE}) {
+    seccomp_data data = {};
+    data.nr = __NR_ptrace;
+    data.arch = AUDIT_ARCH_X86_64;
+    data.args[0] = req;
+    data.args[1] = 5;
+    EXPECT_EQ(bpf::EvaluateSeccomp(*prog, data), kKill) << req;
+  }
+}
+
 TEST_F(SentryFilterTest, OtherAbisKill) {
   EXPECT_EQ(Eval(__NR_getpid, {}, AUDIT_ARCH_I386), kKill);
   EXPECT_EQ(Eval(__NR_getpid | 0x40000000 /* __X32_SYSCALL_BIT */), kKill);
