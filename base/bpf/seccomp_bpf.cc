@@ -29,6 +29,18 @@ void SeccompProgramBuilder::Goto(Label target) {
   fixups_.back().ja = true;
 }
 
+void SeccompProgramBuilder::JumpUnlessIpIn(uint64_t start, uint64_t size, Label outside) {
+  const uint32_t high = static_cast<uint32_t>(start >> 32);
+  const uint32_t low = static_cast<uint32_t>(start);
+  LoadIp(Half::kHigh);
+  JumpIf(Cond::kEq, high, kNext, outside);
+  LoadIp(Half::kLow);
+  JumpIf(Cond::kGe, low, kNext, outside);
+  // Compared with the last byte: low + size overflows 32 bits for a range that ends at a
+  // 4 GiB boundary (e.g. the page 0x7ff7fffff000).
+  JumpIf(Cond::kGt, low + static_cast<uint32_t>(size - 1), outside, kNext);
+}
+
 absl::StatusOr<std::vector<sock_filter>> SeccompProgramBuilder::Build() const {
   std::vector<sock_filter> out = prog_;
   // Returns the forward offset from instruction `at` to label `id` (kNext -> 0).

@@ -66,6 +66,10 @@ class SeccompProgramBuilder {
   void JumpIf(Cond cond, uint32_t k, Label jt, Label jf);
   // Unconditional jump (BPF_JA, 32-bit offset).
   void Goto(Label target);
+  // Falls through if start <= instruction pointer < start + size, else jumps to
+  // `outside`. The range must not straddle a 4 GiB boundary (the check is on the two
+  // 32-bit halves); leaves the low half of the ip in A.
+  void JumpUnlessIpIn(uint64_t start, uint64_t size, Label outside);
   void Return(uint32_t action) { Emit(Stmt(BPF_RET | BPF_K, action)); }
   // Any other instruction, emitted as is (no label fix-up).
   void Emit(sock_filter insn) {

@@ -23,7 +23,6 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t stub_page) {
         absl::StrFormat("BuildStubFilter(stub_page=0x%x): not a page address", stub_page));
   }
   using bpf::Cond;
-  using bpf::Half;
   using bpf::SeccompProgramBuilder;
   const bpf::Label next = SeccompProgramBuilder::kNext;
   SeccompProgramBuilder b;
@@ -35,17 +34,7 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t stub_page) {
   b.LoadNr();
   b.JumpIf(Cond::kSet, kX32SyscallBit, kill, next);
 
-  // stub_page <= ip < stub_page + 4096, on the two 32-bit halves. A page never
-  // straddles a 4 GiB boundary, so the high half must match exactly.
-  const uint32_t ip_high = static_cast<uint32_t>(stub_page >> 32);
-  const uint32_t ip_low = static_cast<uint32_t>(stub_page);
-  b.LoadIp(Half::kHigh);
-  b.JumpIf(Cond::kEq, ip_high, next, kill);
-  b.LoadIp(Half::kLow);
-  b.JumpIf(Cond::kGe, ip_low, next, kill);
-  // Compare with the page's last byte: ip_low + 4096 overflows 32 bits for the page
-  // just below a 4 GiB boundary (e.g. 0x7ff7fffff000).
-  b.JumpIf(Cond::kGt, ip_low + static_cast<uint32_t>(kPageSize - 1), kill, next);
+  b.JumpUnlessIpIn(stub_page, kPageSize, kill);  // a page never straddles 4 GiB
 
   b.LoadNr();
   for (uint32_t nr :

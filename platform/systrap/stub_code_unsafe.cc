@@ -249,7 +249,7 @@ class Generator : public Xbyak::CodeGenerator {
     cmp(eax, kOpFastResume);
     jne(not_fast, T_NEAR);
     SetFsIfAsked();
-    RestoreFastRegs(/*keep_rax_rcx=*/false);
+    RestoreFastRegs();
     mov(r11, qword[r12 + OFF(fast_rflags)]);  // a syscall returns rflags in r11
     mov(rsp, qword[r12 + OFF(fast_rsp)]);
     mov(r12, qword[r12 + FastOff(kFastR12)]);
@@ -257,7 +257,7 @@ class Generator : public Xbyak::CodeGenerator {
     L(not_fast);
     cmp(eax, kOpSlow);
     jne(not_slow, T_NEAR);
-    RestoreFastRegs(false);
+    RestoreFastRegs();
     mov(r11, qword[r12 + FastOff(kFastR11)]);
     mov(rsp, qword[r12 + OFF(fast_rsp)]);
     mov(r12, qword[r12 + FastOff(kFastR12)]);
@@ -370,7 +370,7 @@ class Generator : public Xbyak::CodeGenerator {
   }
   // r12 = slot: every saved register but r11, r12 and rsp back; rflags too (through
   // the slot's stack, which rsp still points into).
-  void RestoreFastRegs(bool) {
+  void RestoreFastRegs() {
     using namespace Xbyak::util;  // NOLINT
     push(qword[r12 + OFF(fast_rflags)]);
     popfq();

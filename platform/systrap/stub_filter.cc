@@ -31,15 +31,8 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t code_page) {
   const bpf::Label kill = b.NewLabel();
   const bpf::Label allow = b.NewLabel();
 
-  // code_page <= ip < code_page + kCodeSize, on the two 32-bit halves (the aligned
-  // region never straddles a 4 GiB boundary).
-  const uint32_t ip_high = static_cast<uint32_t>(code_page >> 32);
-  const uint32_t ip_low = static_cast<uint32_t>(code_page);
-  b.LoadIp(Half::kHigh);
-  b.JumpIf(Cond::kEq, ip_high, next, trap);
-  b.LoadIp(Half::kLow);
-  b.JumpIf(Cond::kGe, ip_low, next, trap);
-  b.JumpIf(Cond::kGt, ip_low + static_cast<uint32_t>(kCodeSize - 1), trap, next);
+  // The region is page aligned and 16 KiB: it never straddles a 4 GiB boundary.
+  b.JumpUnlessIpIn(code_page, kCodeSize, trap);
 
   // From the stub page: only the stub's own calls, 64-bit ABI.
   b.LoadArch();
