@@ -18,6 +18,7 @@ GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree)
 
 SysResult<std::pair<std::shared_ptr<Inode>, bool>> GoferFilesystem::Attach() {
   ASSIGN_OR_RETURN_ERRNO(auto attached, client_->Attach(tree_));
+  read_only_ = attached.second;
   std::shared_ptr<Inode> root = std::make_shared<GoferInode>(this, attached.first);
   return std::make_pair(std::move(root), attached.second);
 }
@@ -56,8 +57,9 @@ Attr GoferInode::ToAttr(const gofer::Attr& a) const {
 
 SysResult<Attr> GoferInode::Stat() {
   // Directories are stat'ed on every path step: serve them from the cache, which our
-  // own changes keep current. Files may change size under open FDs: ask the gofer.
-  if (FileType() != S_IFDIR) {
+  // own changes keep current. Files may change size under open FDs: ask the gofer,
+  // unless the tree is read-only.
+  if (FileType() != S_IFDIR && !fs_->read_only()) {
     ASSIGN_OR_RETURN_ERRNO(gofer::Attr a, fs_->client().Stat(handle_));
     attr_ = ToAttr(a);
   }
@@ -100,8 +102,18 @@ SysResult<std::shared_ptr<Inode>> GoferInode::Wrap(gofer::Node node) {
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Lookup(std::string_view name) {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
-  ASSIGN_OR_RETURN_ERRNO(gofer::Node n, fs_->client().Walk(handle_, name));
-  return Wrap(n);
+  if (absent_.contains(name)) return Errno{ENOENT};
+  SysResult<gofer::Node> n = fs_->client().Walk(handle_, name);
+  if (!n.ok()) {
+    // Bounded so that a program probing random names cannot grow the sentry without
+    // limit; past the bound, lookups just ask the gofer again.
+    constexpr size_t kMaxAbsentPerDir = 4096;
+    if (n.error() == ENOENT && fs_->read_only() && absent_.size() < kMaxAbsentPerDir) {
+      absent_.emplace(name);
+    }
+    return Errno{n.error()};
+  }
+  return Wrap(*n);
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Create(std::string_view name, uint32_t mode,
@@ -161,7 +173,11 @@ SysResult<std::vector<vfs::DirEntry>> GoferInode::ReadDir() {
 
 SysResult<std::string> GoferInode::Readlink() {
   if (FileType() != S_IFLNK) return Errno{EINVAL};
-  return fs_->client().Readlink(handle_);
+  if (!link_target_) {
+    ASSIGN_OR_RETURN_ERRNO(std::string target, fs_->client().Readlink(handle_));
+    link_target_ = std::move(target);
+  }
+  return *link_target_;
 }
 
 // --- GoferFileDescription ---

@@ -122,6 +122,30 @@ TEST_F(SandboxVfsTest, RwMountWritesThroughRoMountRefuses) {
   EXPECT_EQ(vfs_->Rename(Ctx(), "/work/rw/data.txt", Ctx(), "/data.txt", 0).error(), EXDEV);
 }
 
+// Host-side changes: a writable tree is asked every time; the read-only root is cached
+// for the run (attributes and absent names), which is the documented trade.
+TEST_F(SandboxVfsTest, HostChangesSeenInWritableTreesCachedInReadOnlyRoot) {
+  ASSERT_TRUE(vfs_);
+  auto size_of = [&](const std::string& path) -> int64_t {
+    auto p = vfs_->Resolve(Ctx(), path, true);
+    if (!p.ok()) return -p.error();
+    auto a = p->inode()->Stat();
+    return a.ok() ? a->size : -a.error();
+  };
+  EXPECT_EQ(size_of("/work/rw/later.txt"), -ENOENT);
+  rw_.WriteFile("later.txt", "abc");
+  EXPECT_EQ(Read("/work/rw/later.txt"), "abc");
+  rw_.WriteFile("later.txt", "abcdef");
+  EXPECT_EQ(size_of("/work/rw/later.txt"), 6);
+
+  EXPECT_EQ(size_of("/etc/later"), -ENOENT);
+  root_.WriteFile("etc/later", "abc");
+  EXPECT_EQ(size_of("/etc/later"), -ENOENT);
+  EXPECT_EQ(size_of("/etc/passwd"), 10);
+  root_.WriteFile("etc/passwd", "root:x:0:0:extended");
+  EXPECT_EQ(size_of("/etc/passwd"), 10);
+}
+
 TEST_F(SandboxVfsTest, MmapFillerReadsHostFile) {
   ASSERT_TRUE(vfs_);
   auto f = vfs_->Open(Ctx(), "/work/rw/data.txt", O_RDONLY, 0);
