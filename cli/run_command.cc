@@ -54,7 +54,9 @@ int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
 // Body of the sentry child: host resources, confine, then run the kernel.
 int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process) {
   // Before confinement: the platform's own processes must not inherit the sentry's filter.
+  std::thread warm_up = sentry::confine::StartWarmUp();
   absl::StatusOr<sentry::SentryHost> host = sentry::PrepareSentry(config);
+  warm_up.join();
   if (!host.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(host.status().message()).c_str());
     return 125;

@@ -30,10 +30,15 @@ std::string ErrnoText(const std::string& call, int err = errno) {
 }
 
 // Libraries that read /proc or /sys lazily on first use would be killed by the filter
-// later; make them do it now. (absl::Mutex consults NumCPUs on first contention.)
-void WarmUpLazyCaches() {
+// later; make them do it now. (absl::Mutex consults NumCPUs and the cycle-clock
+// frequency when it first blocks.)
+void WarmUpAbseil() {
   (void)absl::base_internal::NumCPUs();
   (void)absl::base_internal::NominalCPUFrequency();
+}
+
+void WarmUpLazyCaches() {
+  WarmUpAbseil();
   // glibc's malloc reads /proc/sys/vm/overcommit_memory the first time it shrinks a
   // thread arena's heap (free -> heap_trim -> shrink_heap): the sentry died of SIGSYS
   // (openat) in free() on a sentry thread. One arena means no such heaps; the main arena
@@ -204,6 +209,13 @@ std::string ConfineReport::ToString() const {
     parts.push_back(absl::StrCat(l.name, l.applied ? "=on" : "=off", " (", l.detail, ")"));
   }
   return absl::StrJoin(parts, ", ");
+}
+
+std::thread StartWarmUp() {
+  // Before the thread exists: a second thread's first malloc may otherwise create the
+  // arena whose trimming WarmUpLazyCaches is there to prevent.
+  mallopt(M_ARENA_MAX, 1);
+  return std::thread(WarmUpAbseil);
 }
 
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {

@@ -5,6 +5,7 @@
 #define USENTRY_SENTRY_CONFINE_CONFINE_H_
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,6 +51,12 @@ struct ConfineReport {
 // After it returns OK with the seccomp layer applied, opening files, sockets, exec and
 // namespace changes kill the process.
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options);
+
+// Starts filling, on a new thread, the caches that libraries fill lazily from /proc and
+// /sys (forbidden once confined). ConfineSentry fills them anyway; starting early hides
+// the cost: Abseil calibrates the CPU frequency by sleeping (~4 ms on a VM without
+// tsc_freq_khz). Join the thread before ConfineSentry.
+std::thread StartWarmUp();
 
 }  // namespace usentry::sentry::confine
 
