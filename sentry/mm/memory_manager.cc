@@ -35,7 +35,7 @@ void MemoryManager::SplitAt(uint64_t addr) {
   uint64_t delta = addr - v.start;
   tail.start = addr;
   tail.range_off += delta;
-  if (!tail.name.empty() && v.file_ref) tail.file_off += delta;
+  if (v.file_ref) tail.file_off += delta;
   v.end = addr;
   vmas_.emplace(addr, std::move(tail));
 }
@@ -53,19 +53,46 @@ void MemoryManager::MapIntoAs(const Vma& v) {
   (void)as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
 }
 
-void MemoryManager::RemoveRange(uint64_t start, uint64_t end) {
+void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep) {
   SplitAt(start);
   SplitAt(end);
   auto it = vmas_.lower_bound(start);
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
     // Private pages belong to this VMA alone: give them back to the host now.
-    if (!v.shared) mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
+    if (!v.shared && v.range.get() != keep) {
+      mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
+    }
     it = vmas_.erase(it);
   }
   // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
   start = std::max(start, kMinAddr);
   if (as_ && end > start) (void)as_->Unmap(start, end - start);
+}
+
+std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> MemoryManager::PristinePages(
+    uint64_t start, uint64_t len, const MMapOpts& o) const {
+  if ((o.flags & MAP_TYPE) != MAP_PRIVATE || !o.fill || !o.fill_is_whole_file || !o.file_ref) {
+    return std::nullopt;
+  }
+  std::shared_ptr<MemoryRange> range;
+  uint64_t range_off = 0;
+  for (uint64_t a = start; a < start + len;) {
+    const Vma* v = FindVma(a);
+    if (!v || !v->pristine || v->shared || v->file_ref != o.file_ref) return std::nullopt;
+    // The same file bytes: this VMA maps file offset o.file_off + (a - start) at `a`...
+    if (v->file_off + (a - v->start) != o.file_off + (a - start)) return std::nullopt;
+    // ...and all of [start, start+len) is one contiguous run of one range.
+    const uint64_t off_here = v->range_off + (a - v->start);
+    if (!range) {
+      range = v->range;
+      range_off = off_here;
+    } else if (v->range != range || off_here != range_off + (a - start)) {
+      return std::nullopt;
+    }
+    a = v->end;
+  }
+  return std::make_pair(std::move(range), range_off);
 }
 
 SysStatus MemoryManager::InsertVma(Vma vma) {

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ struct Vma {
   uint64_t file_off = 0;
   uint64_t dev = 0, ino = 0;
   std::shared_ptr<void> file_ref;  // keeps the mapped file alive, opaque to mm
+  // The pages still hold exactly the file's bytes at file_off (filled by a whole-file
+  // filler, never writable since): a MAP_FIXED remap of the same file at the same
+  // offset may take them over instead of reading the file again.
+  bool pristine = false;
 };
 
 // Fills up to `len` bytes at `dst` with file contents starting at `file_off` and
@@ -60,6 +65,9 @@ struct MMapOpts {
   int flags = 0;  // MAP_* as the app passed them
   uint64_t file_off = 0;
   FileFiller fill;  // empty for anonymous mappings
+  // `fill` yields the file's bytes up to EOF (not, like the ELF loader's, a segment's
+  // file part followed by zeros).
+  bool fill_is_whole_file = false;
   int max_prot = 7;
   std::string name;
   uint64_t dev = 0, ino = 0;
@@ -133,8 +141,13 @@ class MemoryManager {
   const Vma* FindVma(uint64_t addr) const;
   // Splits VMAs so that `addr` is a boundary.
   void SplitAt(uint64_t addr);
-  // Removes [start,end) from the VMA map and the address space.
-  void RemoveRange(uint64_t start, uint64_t end);
+  // Removes [start,end) from the VMA map and the address space. Pages of `keep` are not
+  // given back: a new mapping is taking them over.
+  void RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep = nullptr);
+  // Pages of [start, start+len) that a private, never-writable mapping of the same
+  // open file at the same offset already holds (one range, contiguous), if any.
+  std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> PristinePages(
+      uint64_t start, uint64_t len, const MMapOpts& o) const;
   SysStatus InsertVma(Vma vma);  // maps into the address space too
   void MapIntoAs(const Vma& v);
   bool RangeFree(uint64_t start, uint64_t end) const;

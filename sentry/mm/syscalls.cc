@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 #include "sentry/mm/memory_manager.h"
 
@@ -63,20 +64,27 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
     if (!o.addr.PageAligned()) return Errno{EINVAL};
     if (addr < kMinAddr) return Errno{EPERM};
     if (addr + len > max_user_ || addr + len < addr) return Errno{ENOMEM};
-    if (o.flags & MAP_FIXED_NOREPLACE) {
-      if (!RangeFree(addr, addr + len)) return Errno{EEXIST};
-    } else {
-      RemoveRange(addr, addr + len);
-    }
+    if ((o.flags & MAP_FIXED_NOREPLACE) && !RangeFree(addr, addr + len)) return Errno{EEXIST};
   } else {
     ASSIGN_OR_RETURN_ERRNO(GuestAddr a, FindGap(len, o.addr));
     addr = a.value();
   }
   if ((o.prot & ~o.max_prot) != 0) return Errno{EACCES};
 
-  std::shared_ptr<MemoryRange> range = mf_->Allocate(len);
-  if (!range) return Errno{ENOMEM};
-  if (o.fill) RETURN_IF_ERRNO(FillFromFile(*range, len, o.file_off, o.fill));
+  // ld.so maps each library's whole span from offset 0, then maps every segment over it
+  // with MAP_FIXED at the same file offsets: without this, most of every library would
+  // be read from the file twice.
+  std::shared_ptr<MemoryRange> range;
+  uint64_t range_off = 0;
+  if (fixed) {
+    if (auto pages = PristinePages(addr, len, o)) std::tie(range, range_off) = *pages;
+  }
+  if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len, range.get());
+  if (!range) {
+    range = mf_->Allocate(len);
+    if (!range) return Errno{ENOMEM};
+    if (o.fill) RETURN_IF_ERRNO(FillFromFile(*range, len, o.file_off, o.fill));
+  }
   Vma v;
   v.start = addr;
   v.end = addr + len;
@@ -85,11 +93,13 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   v.shared = type != MAP_PRIVATE;
   v.grows_down = (o.flags & MAP_GROWSDOWN) != 0;
   v.range = std::move(range);
+  v.range_off = range_off;
   v.name = o.name;
   v.file_off = o.file_off;
   v.dev = o.dev;
   v.ino = o.ino;
   v.file_ref = o.file_ref;
+  v.pristine = o.fill && o.fill_is_whole_file && type == MAP_PRIVATE && !(o.prot & PROT_WRITE);
   RETURN_IF_ERRNO(InsertVma(std::move(v)));
   return GuestAddr(addr);
 }
@@ -123,6 +133,7 @@ SysStatus MemoryManager::MProtect(GuestAddr addr, uint64_t len, int prot) {
   SplitAt(end);
   for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
     it->second.prot = prot;
+    if (prot & PROT_WRITE) it->second.pristine = false;
   }
   if (as_) (void)as_->Protect(start, end - start, prot);
   return SysOk();
@@ -211,6 +222,7 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
       ext.range = std::move(r);
       ext.range_off = 0;
       ext.file_off = v->file_off + (ext.start - v->start);
+      ext.pristine = false;  // fresh zero pages, not the file's
       RETURN_IF_ERRNO(InsertVma(std::move(ext)));
       return old_addr;
     }

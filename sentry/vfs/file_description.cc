@@ -144,6 +144,7 @@ SysStatus ConfigureCopyMMap(FileDescription& file, mm::MMapOpts& opts, mm::FileF
   opts.ino = a.ino;
   opts.name = AbsolutePathOf(file.path());
   opts.fill = std::move(fill);
+  opts.fill_is_whole_file = true;
   opts.file_ref = std::move(file_ref);
   return SysOk();
 }
