@@ -210,8 +210,8 @@ TEST_F(MemoryManagerTest, FixedRemapOfTheSameFileBytesReusesThePages) {
   const GuestAddr base = *span;
 
   // Text over pages 1-2 at their own offsets: no read, same bytes, new protection.
-  ASSERT_TRUE(mm_->MMap(opts(base + kPageSize, 2 * kPageSize, PROT_READ | PROT_EXEC, kPageSize))
-                  .ok());
+  ASSERT_TRUE(
+      mm_->MMap(opts(base + kPageSize, 2 * kPageSize, PROT_READ | PROT_EXEC, kPageSize)).ok());
   EXPECT_EQ(reads, 1);
   EXPECT_EQ(page_byte(base + kPageSize), 2);
   EXPECT_EQ(page_byte(base + 2 * kPageSize), 3);
