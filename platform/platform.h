@@ -7,7 +7,9 @@
 // Threading contract (ptrace needs it; systrap tolerates it): an AddressSpace and the
 // Contexts that run in it are created, switched and destroyed by one host thread, the
 // task goroutine-equivalent that owns them. Only Context::Interrupt may be called from
-// any thread.
+// any thread. A platform whose SharedAddressSpaces() is true lifts that restriction:
+// Contexts owned by other host threads may Switch into (and mm operations may be made
+// on) an AddressSpace concurrently.
 #ifndef USENTRY_PLATFORM_PLATFORM_H_
 #define USENTRY_PLATFORM_PLATFORM_H_
 
@@ -95,6 +97,9 @@ class Platform {
   virtual std::string Name() const = 0;
   virtual absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() = 0;
   virtual absl::StatusOr<std::unique_ptr<Context>> NewContext() = 0;
+  // Whether tasks on different host threads may run in one AddressSpace (see the
+  // threading contract above). vfork children share their parent's only where true.
+  virtual bool SharedAddressSpaces() const { return false; }
 };
 
 // Memory file handed to the platform: every page of app memory lives in this memfd.

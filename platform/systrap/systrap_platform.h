@@ -199,6 +199,8 @@ class SystrapPlatform final : public Platform {
   ~SystrapPlatform() override;
 
   std::string Name() const override { return "systrap"; }
+  // Every Context is its own stub thread; mm operations go through the stub.
+  bool SharedAddressSpaces() const override { return true; }
   absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() override;
   absl::StatusOr<std::unique_ptr<Context>> NewContext() override;
 

@@ -42,8 +42,13 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   }
   if ((a.flags & CLONE_SIGHAND) && !(a.flags & CLONE_VM)) return Errno{EINVAL};
 
-  // The child's address space: a private copy even for CLONE_VM (see header).
-  std::shared_ptr<mm::MemoryManager> child_mm = parent.mm().Fork();
+  // The child's address space: the parent's for vfork where the platform can run two
+  // tasks in one address space (the parent sleeps until the child execs or exits, so
+  // only one of them runs in it), else a private copy (see header).
+  const bool share_mm =
+      (a.flags & CLONE_VM) && (a.flags & CLONE_VFORK) && k.platform().SharedAddressSpaces();
+  std::shared_ptr<mm::MemoryManager> child_mm =
+      share_mm ? parent.mm_ptr() : std::shared_ptr<mm::MemoryManager>(parent.mm().Fork());
   if (!child_mm) return Errno{ENOMEM};
 
   int32_t pid = k.AllocatePid();

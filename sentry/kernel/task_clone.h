@@ -23,9 +23,11 @@ struct CloneArgs {
 };
 
 // Creates a new process (thread creation is not supported yet: CLONE_THREAD → EINVAL,
-// reported). CLONE_VM without CLONE_THREAD (vfork, posix_spawn) gets a copy of the
-// address space; with CLONE_VFORK the parent sleeps until the child execs or exits.
-// Returns the child's PID.
+// reported). With CLONE_VFORK the parent sleeps until the child execs or exits; with
+// CLONE_VM too (vfork, posix_spawn) the child runs in the parent's address space where
+// the platform allows it (systrap), and in a copy elsewhere (ptrace), where writes the
+// child makes before exec (posix_spawn's exec error report) are lost. CLONE_VM without
+// CLONE_VFORK gets a copy. Returns the child's PID.
 SysResult<int32_t> DoClone(Task& parent, const CloneArgs& args);
 
 // Replaces the calling process's image. On success the task's registers are replaced

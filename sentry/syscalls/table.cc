@@ -82,12 +82,13 @@ constexpr SyscallInfo kTable[] = {
     {54, "setsockopt", nullptr, Support::kUnimplemented, "", ""},
     {55, "getsockopt", nullptr, Support::kUnimplemented, "", ""},
     {56, "clone", SysClone, Support::kPartial,
-     "new processes only; CLONE_THREAD returns EINVAL until threads land; CLONE_VM without "
-     "CLONE_THREAD copies memory; namespace flags EPERM",
+     "new processes only; CLONE_THREAD returns EINVAL until threads land; CLONE_VM|CLONE_VFORK "
+     "shares memory on systrap, copies it on ptrace; CLONE_VM alone copies; namespace flags "
+     "EPERM",
      "xppxx"},
     {57, "fork", SysFork, Support::kFull, "", ""},
     {58, "vfork", SysVfork, Support::kPartial,
-     "the child gets a copy of the address space (the parent still sleeps until exec/exit)", ""},
+     "the child runs in the parent's memory on systrap, in a copy on ptrace", ""},
     {59, "execve", SysExecve, Support::kFull, "ELF static/PIE/dynamic and #! scripts", "spp"},
     {60, "exit", SysExit, Support::kPartial, "ends the process (no threads yet)", "d"},
     {61, "wait4", SysWait4, Support::kPartial,

@@ -135,6 +135,27 @@ TEST_P(CompatTest, GccCompilesAndRuns) {
                       "sh", "@DIR@"});
 }
 
+// glibc's posix_spawn runs the child with CLONE_VM|CLONE_VFORK and learns of a failed
+// exec through memory the two share: ENOENT must reach the caller, not a child exiting
+// 127. Also vfork children writing their parent's memory before exec.
+constexpr char kSpawnScript[] = R"py(
+import os
+try:
+    os.posix_spawn("/nonexistent/prog", ["prog"], {})
+    print("no error")
+except FileNotFoundError:
+    print("ENOENT")
+pid = os.posix_spawn("/bin/echo", ["echo", "spawned"], {})
+print(os.waitpid(pid, 0)[1])
+)py";
+
+TEST_P(CompatTest, PosixSpawnSharesTheParentsMemory) {
+  if (GetParam() == "ptrace") {
+    GTEST_SKIP() << "ptrace runs vfork children in a copy of the address space (documented)";
+  }
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kSpawnScript});
+}
+
 // Every syscall through the platform's slow path (systrap: a host signal each).
 TEST_P(CompatTest, PythonWithoutSyscallPatching) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}, {"--no-syscall-patching"});
