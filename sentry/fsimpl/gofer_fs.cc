@@ -84,14 +84,26 @@ SysStatus GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
 
 SysResult<std::shared_ptr<vfs::FileDescription>> GoferInode::Open(const vfs::Path& path,
                                                                   int flags) {
+  // In a read-only tree the gofer's answer for this inode cannot change: ask it once.
+  // Reading descriptions share one host FD (each keeps its own offset and uses pread).
+  const bool cacheable = fs_->read_only() && (flags & O_ACCMODE) == O_RDONLY;
   if (FileType() == S_IFDIR) {
     // Checks the gofer's policy (no FD is donated for directories); listing is ReadDir.
-    ASSIGN_OR_RETURN_ERRNO(UniqueFd unused, fs_->client().Open(handle_, O_RDONLY | O_DIRECTORY));
+    if (!(cacheable && dir_open_checked_)) {
+      ASSIGN_OR_RETURN_ERRNO(UniqueFd unused,
+                             fs_->client().Open(handle_, O_RDONLY | O_DIRECTORY));
+      dir_open_checked_ = cacheable;
+    }
     return Inode::Open(path, flags);
   }
   if (FileType() != S_IFREG) return Errno{ENXIO};
-  // O_APPEND is emulated (pwrite at the size) so the file offset can be tracked.
-  ASSIGN_OR_RETURN_ERRNO(UniqueFd fd, fs_->client().Open(handle_, flags & O_ACCMODE));
+  std::shared_ptr<UniqueFd> fd = cacheable ? read_fd_ : nullptr;
+  if (!fd) {
+    // O_APPEND is emulated (pwrite at the size) so the file offset can be tracked.
+    ASSIGN_OR_RETURN_ERRNO(UniqueFd opened, fs_->client().Open(handle_, flags & O_ACCMODE));
+    fd = std::make_shared<UniqueFd>(std::move(opened));
+    if (cacheable) read_fd_ = fd;
+  }
   return std::shared_ptr<vfs::FileDescription>(
       std::make_shared<GoferFileDescription>(path, flags, std::move(fd), fs_->dev()));
 }
@@ -182,10 +194,9 @@ SysResult<std::string> GoferInode::Readlink() {
 
 // --- GoferFileDescription ---
 
-GoferFileDescription::GoferFileDescription(vfs::Path path, int flags, UniqueFd fd, uint64_t dev)
-    : FileDescription(std::move(path), flags),
-      fd_(std::make_shared<UniqueFd>(std::move(fd))),
-      dev_(dev) {}
+GoferFileDescription::GoferFileDescription(vfs::Path path, int flags,
+                                           std::shared_ptr<UniqueFd> fd, uint64_t dev)
+    : FileDescription(std::move(path), flags), fd_(std::move(fd)), dev_(dev) {}
 
 SysResult<int64_t> GoferFileDescription::HostSize() {
   struct stat st;

@@ -6,11 +6,11 @@
 // Ownership and modes are the host's, passed through unchanged. Directory attributes are
 // cached (they are read on every path step); other objects are re-read on Stat(), except
 // in trees the gofer serves read-only: nothing in the sandbox can change those, so their
-// attributes and the names found absent are cached for the run (each cached answer saves
-// a gofer round trip; python3 start-up made ~250 of them). Like gVisor's default
-// exclusive access to the root filesystem, changes made on the host during the run are
-// not noticed there. Symlink targets are always cached: a gofer handle names one inode,
-// and a symlink's target never changes.
+// attributes, the names found absent and one read-only host FD per opened file are
+// cached for the run (each cached answer saves a gofer round trip; python3 start-up made
+// ~250 of them). Like gVisor's default exclusive access to the root filesystem, changes
+// made on the host during the run are not noticed there. Symlink targets are always
+// cached: a gofer handle names one inode, and a symlink's target never changes.
 #ifndef USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
 #define USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
 
@@ -78,6 +78,10 @@ class GoferInode : public vfs::Inode {
   gofer::Handle handle_;
   vfs::Attr attr_;
   std::optional<std::string> link_target_;
+  // Read-only trees: the host FD every reading description shares, and whether the
+  // gofer already allowed opening this directory.
+  std::shared_ptr<UniqueFd> read_fd_;
+  bool dir_open_checked_ = false;
   // Read-only trees: names this directory is known not to contain (bounded).
   std::set<std::string, std::less<>> absent_;
 };
@@ -85,7 +89,8 @@ class GoferInode : public vfs::Inode {
 // A regular file opened through the gofer: I/O on the donated host FD.
 class GoferFileDescription : public vfs::FileDescription {
  public:
-  GoferFileDescription(vfs::Path path, int flags, UniqueFd fd, uint64_t dev);
+  // `fd` may be shared with other descriptions of the same file (read-only trees).
+  GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd, uint64_t dev);
   SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
   SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   SysResult<int64_t> Seek(int64_t offset, int whence) override;

@@ -146,6 +146,27 @@ TEST_F(SandboxVfsTest, HostChangesSeenInWritableTreesCachedInReadOnlyRoot) {
   EXPECT_EQ(size_of("/etc/passwd"), 10);
 }
 
+// Reading descriptions of one read-only file share a host FD: offsets stay separate,
+// and closing one leaves the others working.
+TEST_F(SandboxVfsTest, ReadersOfOneFileKeepTheirOwnOffsets) {
+  ASSERT_TRUE(vfs_);
+  auto a = vfs_->Open(Ctx(), "/etc/passwd", O_RDONLY, 0);
+  auto b = vfs_->Open(Ctx(), "/etc/passwd", O_RDONLY, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto read = [](vfs::FileDescription& f, size_t n) {
+    std::string out(n, '\0');
+    iovec v{out.data(), out.size()};
+    auto got = f.Read(nullptr, absl::MakeConstSpan(&v, 1), -1);
+    out.resize(got.ok() ? *got : 0);
+    return out;
+  };
+  EXPECT_EQ(read(**a, 5), "root:");
+  EXPECT_EQ(read(**b, 4), "root");
+  a->reset();
+  EXPECT_EQ(read(**b, 100), ":x:0:0");
+  EXPECT_EQ(Read("/etc/passwd"), "root:x:0:0");
+}
+
 TEST_F(SandboxVfsTest, MmapFillerReadsHostFile) {
   ASSERT_TRUE(vfs_);
   auto f = vfs_->Open(Ctx(), "/work/rw/data.txt", O_RDONLY, 0);
