@@ -90,8 +90,7 @@ SysResult<std::shared_ptr<vfs::FileDescription>> GoferInode::Open(const vfs::Pat
   if (FileType() == S_IFDIR) {
     // Checks the gofer's policy (no FD is donated for directories); listing is ReadDir.
     if (!(cacheable && dir_open_checked_)) {
-      ASSIGN_OR_RETURN_ERRNO(UniqueFd unused,
-                             fs_->client().Open(handle_, O_RDONLY | O_DIRECTORY));
+      ASSIGN_OR_RETURN_ERRNO(UniqueFd unused, fs_->client().Open(handle_, O_RDONLY | O_DIRECTORY));
       dir_open_checked_ = cacheable;
     }
     return Inode::Open(path, flags);
@@ -194,8 +193,8 @@ SysResult<std::string> GoferInode::Readlink() {
 
 // --- GoferFileDescription ---
 
-GoferFileDescription::GoferFileDescription(vfs::Path path, int flags,
-                                           std::shared_ptr<UniqueFd> fd, uint64_t dev)
+GoferFileDescription::GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd,
+                                           uint64_t dev)
     : FileDescription(std::move(path), flags), fd_(std::move(fd)), dev_(dev) {}
 
 SysResult<int64_t> GoferFileDescription::HostSize() {
