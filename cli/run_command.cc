@@ -51,12 +51,18 @@ int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
   return 0;
 }
 
+// In the sentry child: the warm-up thread, started before the child waits for its id
+// maps (SandboxOptions::sentry_early) and joined before it confines itself.
+std::thread& SentryWarmUp() {
+  static std::thread* t = new std::thread;
+  return *t;
+}
+
 // Body of the sentry child: host resources, confine, then run the kernel.
 int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process) {
   // Before confinement: the platform's own processes must not inherit the sentry's filter.
-  std::thread warm_up = sentry::confine::StartWarmUp();
   absl::StatusOr<sentry::SentryHost> host = sentry::PrepareSentry(config);
-  warm_up.join();
+  if (SentryWarmUp().joinable()) SentryWarmUp().join();
   if (!host.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(host.status().message()).c_str());
     return 125;
@@ -83,8 +89,10 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
 int RunCommand(const RunOptions& options) {
   gofer::GoferConfig gofer_config = MakeGoferConfig(options);
   sentry::SentryConfig sentry_config = MakeSentryConfig(options);
+  SandboxOptions sandbox;
+  sandbox.sentry_early = [] { SentryWarmUp() = sentry::confine::StartWarmUp(); };
   absl::StatusOr<SandboxResult> result = RunSandbox(
-      SandboxOptions{}, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
+      sandbox, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
       [&](const SentryProcess& process) { return ConfineAndRunSentry(sentry_config, process); });
   if (!result.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(result.status().message()).c_str());

@@ -155,6 +155,7 @@ pid_t StartGofer(const SandboxOptions& options, UniqueFd sock, const GoferMain& 
 // --- sentry ---
 struct SentryChildArgs {
   const SentryMain* main;
+  const std::function<void()>* early;
   int sock;
   int sync_read;
   int namespaces;
@@ -166,6 +167,7 @@ int SentryChild(void* raw) {
   ResetSignalsInChild(/*ignore_terminal=*/false);
   // The CLI owns the sandbox: if it dies, the sentry (and with it every stub) dies.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
+  if (*args->early) (*args->early)();
   char go = 0;
   ssize_t n;
   do {
@@ -335,7 +337,8 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
   }
   bool root_to_nobody = geteuid() == 0;
-  SentryChildArgs args{&sentry_main, sentry_end.get(), sync_read.get(), 0, root_to_nobody};
+  SentryChildArgs args{&sentry_main, &options.sentry_early, sentry_end.get(), sync_read.get(), 0,
+                       root_to_nobody};
   int granted = 0;
   pid_t sentry = CloneSentryWithFallback(
       args, options, static_cast<char*>(stack) + kSentryStackSize, result, granted);

@@ -38,6 +38,9 @@ struct SandboxOptions {
   bool isolate_gofer = true;
   // Test hook: namespaces to pretend the host refuses (clone fails with EPERM).
   int refused_namespaces = 0;
+  // Runs in the sentry child first, before it waits for its uid/gid maps: a place to
+  // start slow preparations (on a thread) so that they overlap the CLI's work.
+  std::function<void()> sentry_early;
 };
 
 // Runs in the forked gofer child with its socket end (fd 3); returns the exit code.
