@@ -337,7 +337,7 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
   }
   bool root_to_nobody = geteuid() == 0;
-  SentryChildArgs args{&sentry_main, &options.sentry_early, sentry_end.get(), sync_read.get(), 0,
+  SentryChildArgs args{&sentry_main,  &options.sentry_early, sentry_end.get(), sync_read.get(), 0,
                        root_to_nobody};
   int granted = 0;
   pid_t sentry = CloneSentryWithFallback(
