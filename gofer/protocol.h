@@ -78,7 +78,10 @@ struct Request {
 //   Open     has_fd                    Create                   node has_fd
 //   Readlink text                      Stat                     node.attr
 //   ReadDir  eof next_cursor u32 count {u64 ino, u8 type, name}*count
-//   Unlink/Rename/SetAttr/Close  (empty)
+//   Unlink/Rename/SetAttr  (empty)
+//   Close    no response at all: the client does not wait for it. Messages on the
+//            SEQPACKET socket stay in order, so later responses still pair with their
+//            requests, and a Close of a dead handle is simply ignored.
 struct Response {
   uint64_t tag = 0;
   Op op = Op::kInvalid;

@@ -74,6 +74,9 @@ absl::Status Serve(const GoferConfig& config, UniqueFd sock) {
         resp.err = EINVAL;
       }
     }
+    // Close is never answered (protocol.h), even when it failed or did not decode: the
+    // client does not wait for it, and an answer would pair with its next request.
+    if (resp.op == Op::kClose) continue;
     SysStatus sent = SendMessage(sock.get(), EncodeResponse(resp), donate.get());
     if (!sent.ok()) {
       if (sent.error() == EPIPE || sent.error() == ECONNRESET) return absl::OkStatus();

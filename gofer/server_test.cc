@@ -382,6 +382,12 @@ TEST_F(GoferServerTest, DeadHandlesAreEbadf) {
   EXPECT_EQ(c().Open(f, O_RDONLY).error(), EBADF);
   // Other handles are unaffected.
   EXPECT_TRUE(c().Stat(root).ok());
+  // Closes are not answered, not even for dead handles: requests and responses stay
+  // paired after them.
+  c().Close(4242);
+  c().Close(f);
+  EXPECT_TRUE(c().Stat(root).ok());
+  EXPECT_EQ(c().Walk(root, "existing").ok(), true);
 }
 
 TEST_F(GoferServerTest, HandlesFollowRenames) {
