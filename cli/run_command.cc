@@ -5,9 +5,12 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cli/sandbox.h"
+#include "platform/platform.h"
 #include "sentry/confine/confine.h"
 
 namespace usentry::cli {
@@ -51,18 +54,28 @@ int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
   return 0;
 }
 
-// In the sentry child: the warm-up thread, started before the child waits for its id
-// maps (SandboxOptions::sentry_early) and joined before it confines itself.
-std::thread& SentryWarmUp() {
-  static std::thread* t = new std::thread;
-  return *t;
+// In the sentry child: start-up work that needs no decision yet, on threads started
+// before the child waits for its id maps (SandboxOptions::sentry_early) and joined
+// before it confines itself: Abseil's clock calibration (mostly sleeping) on one, the
+// stub code and the seccomp program (CPU) on the other.
+std::vector<std::thread>& SentryEarlyThreads() {
+  static auto* threads = new std::vector<std::thread>;
+  return *threads;
+}
+
+void StartSentryEarlyWork(const std::string& platform) {
+  SentryEarlyThreads().push_back(sentry::confine::StartWarmUp());
+  SentryEarlyThreads().emplace_back([platform] {
+    platform::PrewarmPlatform(platform);
+    sentry::confine::PrebuildFilter();
+  });
 }
 
 // Body of the sentry child: host resources, confine, then run the kernel.
 int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process) {
   // Before confinement: the platform's own processes must not inherit the sentry's filter.
   absl::StatusOr<sentry::SentryHost> host = sentry::PrepareSentry(config);
-  if (SentryWarmUp().joinable()) SentryWarmUp().join();
+  for (std::thread& t : SentryEarlyThreads()) t.join();
   if (!host.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(host.status().message()).c_str());
     return 125;
@@ -90,7 +103,7 @@ int RunCommand(const RunOptions& options) {
   gofer::GoferConfig gofer_config = MakeGoferConfig(options);
   sentry::SentryConfig sentry_config = MakeSentryConfig(options);
   SandboxOptions sandbox;
-  sandbox.sentry_early = [] { SentryWarmUp() = sentry::confine::StartWarmUp(); };
+  sandbox.sentry_early = [&options] { StartSentryEarlyWork(options.platform); };
   absl::StatusOr<SandboxResult> result = RunSandbox(
       sandbox, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
       [&](const SentryProcess& process) { return ConfineAndRunSentry(sentry_config, process); });

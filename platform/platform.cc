@@ -10,6 +10,10 @@
 
 namespace usentry::platform {
 
+void PrewarmPlatform(const std::string& name) {
+  if (name == "systrap" || name == "auto") (void)systrap::GetStubCode();
+}
+
 absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
                                                       MemoryFileInfo memory_file,
                                                       PlatformOptions options) {

@@ -118,6 +118,11 @@ absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
                                                       MemoryFileInfo memory_file,
                                                       PlatformOptions options = {});
 
+// Does the part of NewPlatform(name) that is the same for every sandbox (systrap:
+// generating and mapping its stub code, ~1 ms), so that a caller can run it early on
+// another thread; NewPlatform does it itself otherwise. "auto" means systrap.
+void PrewarmPlatform(const std::string& name);
+
 }  // namespace usentry::platform
 
 #endif  // USENTRY_PLATFORM_PLATFORM_H_

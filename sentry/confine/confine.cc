@@ -3,6 +3,8 @@
 
 #include <execinfo.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <malloc.h>
 #include <seccomp.h>
@@ -15,10 +17,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "absl/base/internal/sysinfo.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "sentry/confine/seccomp_policy.h"
 
@@ -211,6 +216,44 @@ std::string ConfineReport::ToString() const {
   return absl::StrJoin(parts, ", ");
 }
 
+namespace {
+// PrebuildFilter's result, taken by ConfineSentry.
+absl::Mutex g_prebuilt_mu;
+std::optional<std::vector<sock_filter>> g_prebuilt ABSL_GUARDED_BY(g_prebuilt_mu);
+}  // namespace
+
+void PrebuildFilter() {
+  absl::StatusOr<ScmpFilter> filter =
+      BuildSentryFilter(SCMP_ACT_KILL_PROCESS, /*allow_ptrace=*/false);
+  if (!filter.ok()) return;  // ConfineSentry builds it again and reports the error
+  absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
+  if (!prog.ok()) return;
+  absl::MutexLock lock(&g_prebuilt_mu);
+  g_prebuilt = std::move(prog).value();
+}
+
+namespace {
+std::optional<std::vector<sock_filter>> TakePrebuiltFilter() {
+  absl::MutexLock lock(&g_prebuilt_mu);
+  std::optional<std::vector<sock_filter>> prog = std::move(g_prebuilt);
+  g_prebuilt.reset();
+  return prog;
+}
+
+// What seccomp_load does with CTL_TSYNC (no_new_privs is already set).
+absl::Status LoadFilter(const std::vector<sock_filter>& prog) {
+  const sock_fprog fprog{.len = static_cast<unsigned short>(prog.size()),
+                         .filter = const_cast<sock_filter*>(prog.data())};
+  const long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog);
+  if (rc < 0) return ErrnoStatus("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC, sentry allowlist)");
+  if (rc > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("seccomp TSYNC: thread ", rc, " could not take the sentry allowlist"));
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
 std::thread StartWarmUp() {
   // Before the thread exists: a second thread's first malloc may otherwise create the
   // arena whose trimming WarmUpLazyCaches is there to prevent.
@@ -242,6 +285,12 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
   const char* env = getenv("USENTRY_DEBUG_SECCOMP");
   bool debug = options.debug_seccomp || (env != nullptr && strcmp(env, "1") == 0);
   if (debug) RETURN_IF_ERROR(InstallDebugHandler());
+  std::optional<std::vector<sock_filter>> prebuilt = TakePrebuiltFilter();
+  if (!debug && !options.allow_ptrace && prebuilt) {
+    RETURN_IF_ERROR(LoadFilter(*prebuilt));
+    report.layers.push_back({"seccomp", true, "allowlist, kill (prebuilt)"});
+    return report;
+  }
   ASSIGN_OR_RETURN(
       ScmpFilter filter,
       BuildSentryFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS, options.allow_ptrace));

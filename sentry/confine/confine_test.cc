@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -97,6 +99,43 @@ TEST(ConfineTest, AllowedSyscallsStillWork) {
   });
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The program PrebuildFilter makes ahead (on another thread, as the CLI does) is the one
+// ConfineSentry loads for a systrap sentry: it kills what the allowlist forbids and lets
+// the rest through.
+int ConfinePrebuiltOrExit() {
+  std::thread(PrebuildFilter).join();
+  ConfineOptions options;
+  options.allow_ptrace = false;
+  absl::StatusOr<ConfineReport> report = ConfineSentry(options);
+  if (!report.ok() || report->ToString().find("prebuilt") == std::string::npos) _exit(101);
+  return 0;
+}
+
+TEST(ConfineTest, PrebuiltFilterIsTheAllowlist) {
+  int killed = RunInChild([] {
+    ConfinePrebuiltOrExit();
+    int fd = open("/etc/passwd", O_RDONLY);
+    return fd >= 0 ? 1 : 2;
+  });
+  ExpectKilledBySigsys(killed);
+  int ptrace_killed = RunInChild([] {
+    ConfinePrebuiltOrExit();
+    syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0);  // systrap's allowlist has no ptrace
+    return 1;
+  });
+  ExpectKilledBySigsys(ptrace_killed);
+  int allowed = RunInChild([] {
+    ConfinePrebuiltOrExit();
+    pid_t child = fork();
+    if (child == 0) _exit(7);
+    int st = 0;
+    if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 7) return 4;
+    return getpid() > 0 ? 0 : 3;
+  });
+  ASSERT_TRUE(WIFEXITED(allowed)) << "signal " << WTERMSIG(allowed);
+  EXPECT_EQ(WEXITSTATUS(allowed), 0);
 }
 
 TEST(ConfineTest, RootIsEmptyAfterPivot) {
