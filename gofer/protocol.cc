@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace usentry::gofer {
 namespace {
@@ -456,9 +457,11 @@ SysStatus SendMessage(int sock, std::string_view bytes, int fd) {
 
 SysResult<Message> RecvMessage(int sock) {
   Message m;
-  // One byte more than the limit so an oversized message shows up as MSG_TRUNC.
-  m.bytes.resize(kMaxMessageSize + 1);
-  iovec iov{m.bytes.data(), m.bytes.size()};
+  // One byte more than the limit so an oversized message shows up as MSG_TRUNC. The
+  // buffer is reused: allocating and zeroing 64 KiB per message cost more than the
+  // copy of what actually arrived (most messages are tens of bytes).
+  thread_local std::unique_ptr<char[]> buf(new char[kMaxMessageSize + 1]);
+  iovec iov{buf.get(), kMaxMessageSize + 1};
   // Room for a few FDs so a peer sending more than one cannot leak them into us
   // unnoticed: whatever arrives is owned and closed here.
   alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
@@ -487,7 +490,7 @@ SysResult<Message> RecvMessage(int sock) {
     return Errno{EMSGSIZE};
   }
   if ((msg.msg_flags & MSG_CTRUNC) || fds.size() > 1) return Errno{EBADMSG};
-  m.bytes.resize(static_cast<size_t>(n));
+  m.bytes.assign(buf.get(), static_cast<size_t>(n));
   if (!fds.empty()) m.fd = std::move(fds[0]);
   return m;
 }
