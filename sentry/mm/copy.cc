@@ -1,7 +1,10 @@
 // Copying between the sentry and app memory. App memory is pages of the MemoryFile, which
 // the sentry has mapped, so a copy is a memcpy after the VMA and protection check.
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "sentry/mm/memory_manager.h"
@@ -92,6 +95,27 @@ SysResult<std::vector<iovec>> MemoryManager::Translate(GuestAddr addr, size_t n,
     out.push_back(iovec{p, len});
   }));
   return out;
+}
+
+void MemoryManager::WriteSpans(absl::Span<const iovec> dst, const uint8_t* src, size_t n) const {
+  for (const iovec& v : dst) {
+    if (n == 0) return;
+    const size_t len = std::min(n, v.iov_len);
+    const off_t off = static_cast<off_t>(static_cast<uint8_t*>(v.iov_base) - mf_->base());
+    for (size_t done = 0; done < len;) {
+      const ssize_t w = pwrite(mf_->fd(), src + done, len - done, off + static_cast<off_t>(done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        // The memory file is full (memcg limit): the pages cannot be allocated either way;
+        // write through the mapping so the failure is the usual one (SIGBUS/ENOMEM).
+        memcpy(static_cast<uint8_t*>(v.iov_base) + done, src + done, len - done);
+        break;
+      }
+      done += static_cast<size_t>(w);
+    }
+    src += len;
+    n -= len;
+  }
 }
 
 SysResult<std::vector<iovec>> MemoryManager::TranslateIovecs(GuestAddr iov, int iovcnt,

@@ -11,12 +11,13 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "platform/platform.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/mm/guest_addr.h"
@@ -112,6 +113,10 @@ class MemoryManager {
   SysResult<std::vector<iovec>> Translate(GuestAddr addr, size_t n, Access access) const;
   // Reads an app iovec array and translates every element (readv/writev/...).
   SysResult<std::vector<iovec>> TranslateIovecs(GuestAddr iov, int iovcnt, Access access) const;
+  // Stores `n` bytes of `src` into the spans `dst` (from Translate) with pwrite on the
+  // memory file instead of through the sentry's mapping, so that the sentry does not
+  // map those pages (see sys_read_write.cc). The spans must hold at least n bytes.
+  void WriteSpans(absl::Span<const iovec> dst, const uint8_t* src, size_t n) const;
 
   template <typename T>
   SysResult<T> CopyInObj(GuestAddr src) const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <tuple>
 
+#include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
 
 namespace usentry::sentry::mm {
@@ -22,22 +23,22 @@ constexpr uint64_t kHeapInitialReserve = 64ull << 20;
 
 uint64_t PageUp(uint64_t v) { return (v + kPageSize - 1) & ~(kPageSize - 1); }
 
-// Fills a fresh range with file contents through a per-thread bounce buffer written
+// Fills a fresh range with file contents through a bounce buffer written
 // with pwrite, not through the sentry's mapping: each page touched through the mapping
 // costs a page fault (and a TLB shootdown when it is freed), which on a virtualized
 // host made libc's mmap take ~10 ms. Pages past the file's end stay unallocated.
 SysStatus FillFromFile(const MemoryRange& range, uint64_t len, uint64_t file_off,
                        const FileFiller& fill) {
-  constexpr uint64_t kChunk = 128 << 10;
-  thread_local std::unique_ptr<uint8_t[]> buf(new uint8_t[kChunk]);
+  constexpr uint64_t kChunk = BounceBuffer::kSize;
+  BounceBuffer buf;
   const int fd = range.file()->fd();
   for (uint64_t pos = 0; pos < len;) {
     const uint64_t want = std::min(kChunk, len - pos);
-    ASSIGN_OR_RETURN_ERRNO(uint64_t got, fill(buf.get(), want, file_off + pos));
+    ASSIGN_OR_RETURN_ERRNO(uint64_t got, fill(buf.data(), want, file_off + pos));
     got = std::min(got, want);
     for (uint64_t w = 0; w < got;) {
       const ssize_t n =
-          pwrite(fd, buf.get() + w, got - w, static_cast<off_t>(range.offset() + pos + w));
+          pwrite(fd, buf.data() + w, got - w, static_cast<off_t>(range.offset() + pos + w));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return Errno{ENOMEM};  // the memory file is full (memcg limit)
       w += static_cast<uint64_t>(n);
