@@ -13,8 +13,8 @@ namespace usentry::sentry::fsimpl {
 using vfs::Attr;
 using vfs::Inode;
 
-GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree)
-    : vfs::Filesystem("9p"), client_(client), tree_(std::move(tree)) {}
+GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive)
+    : vfs::Filesystem("9p"), client_(client), tree_(std::move(tree)), exclusive_(exclusive) {}
 
 SysResult<std::pair<std::shared_ptr<Inode>, bool>> GoferFilesystem::Attach() {
   ASSIGN_OR_RETURN_ERRNO(auto attached, client_->Attach(tree_));
@@ -58,8 +58,8 @@ Attr GoferInode::ToAttr(const gofer::Attr& a) const {
 SysResult<Attr> GoferInode::Stat() {
   // Directories are stat'ed on every path step: serve them from the cache, which our
   // own changes keep current. Files may change size under open FDs: ask the gofer,
-  // unless the tree is read-only.
-  if (FileType() != S_IFDIR && !fs_->read_only()) {
+  // unless the tree's metadata is cached.
+  if (FileType() != S_IFDIR && !fs_->cache_metadata()) {
     ASSIGN_OR_RETURN_ERRNO(gofer::Attr a, fs_->client().Stat(handle_));
     attr_ = ToAttr(a);
   }
@@ -119,7 +119,7 @@ SysResult<std::shared_ptr<Inode>> GoferInode::Lookup(std::string_view name) {
     // Bounded so that a program probing random names cannot grow the sentry without
     // limit; past the bound, lookups just ask the gofer again.
     constexpr size_t kMaxAbsentPerDir = 4096;
-    if (n.error() == ENOENT && fs_->read_only() && absent_.size() < kMaxAbsentPerDir) {
+    if (n.error() == ENOENT && fs_->cache_metadata() && absent_.size() < kMaxAbsentPerDir) {
       absent_.emplace(name);
     }
     return Errno{n.error()};

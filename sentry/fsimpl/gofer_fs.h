@@ -4,13 +4,17 @@
 // layer of the root overlay.
 //
 // Ownership and modes are the host's, passed through unchanged. Directory attributes are
-// cached (they are read on every path step); other objects are re-read on Stat(), except
-// in trees the gofer serves read-only: nothing in the sandbox can change those, so their
-// attributes, the names found absent and one read-only host FD per opened file are
-// cached for the run (each cached answer saves a gofer round trip; python3 start-up made
-// ~250 of them). Like gVisor's default exclusive access to the root filesystem, changes
-// made on the host during the run are not noticed there. Symlink targets are always
-// cached: a gofer handle names one inode, and a symlink's target never changes.
+// cached (they are read on every path step); other objects are re-read on Stat(). Each
+// cached answer saves a gofer round trip (python3 start-up made ~250 of them):
+// - symlink targets are always cached: a gofer handle names one inode, and a symlink's
+//   target never changes;
+// - in a tree the gofer serves read-only, reading descriptions of a file share one host
+//   FD (the data stays live: they pread it);
+// - in the root's lower layer, which the gofer serves read-only and the sandbox uses
+//   exclusively, attributes and absent names are cached for the run too. Like gVisor's
+//   exclusive file access for the root (and shared access for mounts), host-side
+//   changes there are not noticed during a run; --mount trees, read-only or not, see
+//   them (an agent may watch a log the host appends to).
 #ifndef USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
 #define USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
 
@@ -29,17 +33,21 @@ namespace usentry::sentry::fsimpl {
 class GoferFilesystem : public vfs::Filesystem {
  public:
   // `client` must outlive the filesystem and every inode of it.
-  GoferFilesystem(gofer::Client* client, std::string tree);
+  // `exclusive`: the sandbox is the only user of the tree (see above).
+  GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive = false);
   // Attaches to the tree: the root inode, and whether the gofer serves it read-only.
   SysResult<std::pair<std::shared_ptr<vfs::Inode>, bool>> Attach();
   SysResult<struct statfs> StatFs() override;
   gofer::Client& client() { return *client_; }
   // The gofer serves this tree read-only (known after Attach).
   bool read_only() const { return read_only_; }
+  // Attributes and absent names may be cached: read-only and exclusive.
+  bool cache_metadata() const { return read_only_ && exclusive_; }
 
  private:
   gofer::Client* client_;
   std::string tree_;
+  bool exclusive_;
   bool read_only_ = false;
 };
 
@@ -82,7 +90,7 @@ class GoferInode : public vfs::Inode {
   // gofer already allowed opening this directory.
   std::shared_ptr<UniqueFd> read_fd_;
   bool dir_open_checked_ = false;
-  // Read-only trees: names this directory is known not to contain (bounded).
+  // cache_metadata() trees: names this directory is known not to contain (bounded).
   std::set<std::string, std::less<>> absent_;
 };
 

@@ -28,7 +28,7 @@ class SandboxVfsTest : public ::testing::Test {
     gofer::GoferConfig gc;
     gc.trees.push_back(gofer::TreeConfig{"root", root_.path(), true, std::nullopt, {}});
     gc.trees.push_back(gofer::TreeConfig{"mount0", rw_.path(), false, std::nullopt, {}});
-    gc.trees.push_back(gofer::TreeConfig{"mount1", ro_.path(), false, std::nullopt, {}});
+    gc.trees.push_back(gofer::TreeConfig{"mount1", ro_.path(), true, std::nullopt, {}});
     harness_ = std::make_unique<GoferHarness>(gc);
     VfsConfig cfg;
     cfg.mounts = {MountSpec{"mount0", "/work/rw", false}, MountSpec{"mount1", "/mnt/ro", true}};
@@ -122,9 +122,10 @@ TEST_F(SandboxVfsTest, RwMountWritesThroughRoMountRefuses) {
   EXPECT_EQ(vfs_->Rename(Ctx(), "/work/rw/data.txt", Ctx(), "/data.txt", 0).error(), EXDEV);
 }
 
-// Host-side changes: a writable tree is asked every time; the read-only root is cached
-// for the run (attributes and absent names), which is the documented trade.
-TEST_F(SandboxVfsTest, HostChangesSeenInWritableTreesCachedInReadOnlyRoot) {
+// Host-side changes: --mount trees (writable or read-only) are asked every time; the
+// root's lower layer is cached for the run (attributes and absent names), the
+// documented trade.
+TEST_F(SandboxVfsTest, HostChangesSeenInMountsCachedInTheRoot) {
   ASSERT_TRUE(vfs_);
   auto size_of = [&](const std::string& path) -> int64_t {
     auto p = vfs_->Resolve(Ctx(), path, true);
@@ -137,6 +138,13 @@ TEST_F(SandboxVfsTest, HostChangesSeenInWritableTreesCachedInReadOnlyRoot) {
   EXPECT_EQ(Read("/work/rw/later.txt"), "abc");
   rw_.WriteFile("later.txt", "abcdef");
   EXPECT_EQ(size_of("/work/rw/later.txt"), 6);
+
+  EXPECT_EQ(size_of("/mnt/ro/later.log"), -ENOENT);
+  ro_.WriteFile("later.log", "abc");
+  EXPECT_EQ(size_of("/mnt/ro/later.log"), 3);
+  ro_.WriteFile("later.log", "abcdef");
+  EXPECT_EQ(size_of("/mnt/ro/later.log"), 6);
+  EXPECT_EQ(Read("/mnt/ro/later.log"), "abcdef");
 
   EXPECT_EQ(size_of("/etc/later"), -ENOENT);
   root_.WriteFile("etc/later", "abc");

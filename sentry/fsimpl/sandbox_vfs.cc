@@ -46,7 +46,8 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
                                                           const VfsConfig& cfg) {
   auto budget = std::make_shared<ByteBudget>(cfg.tmpfs_limit_bytes);
   auto upper_fs = std::make_shared<TmpfsFilesystem>(budget);
-  auto lower_fs = std::make_shared<GoferFilesystem>(&gofer, "root");
+  // The root's lower layer is the sandbox's alone: its metadata may be cached.
+  auto lower_fs = std::make_shared<GoferFilesystem>(&gofer, "root", /*exclusive=*/true);
   auto attached = lower_fs->Attach();
   if (!attached.ok()) return ErrnoError("gofer Attach(\"root\")", attached.error());
   std::shared_ptr<vfs::Inode> lower_root = attached->first;
