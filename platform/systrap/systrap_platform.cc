@@ -17,6 +17,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "platform/stub_child_unsafe.h"
@@ -160,7 +161,7 @@ absl::StatusOr<int64_t> StubProcess::ControlSyscall(int nr, std::array<uint64_t,
   SlotHeader* h = slot(i);
   h->nr = static_cast<uint64_t>(nr);
   for (int k = 0; k < 6; ++k) h->args[k] = args[k];
-  RETURN_IF_ERROR(Call(i, kOpSyscall, absl::StrFormat("during host syscall %d", nr).c_str()));
+  RETURN_IF_ERROR(Call(i, kOpSyscall, "during a host syscall for the sentry"));
   return h->result;
 }
 
@@ -373,15 +374,19 @@ absl::Status SystrapAddressSpace::CheckRange(const char* call, uint64_t addr, ui
   return absl::OkStatus();
 }
 
-absl::Status SystrapAddressSpace::Run(const std::string& what, int nr,
+absl::Status SystrapAddressSpace::Run(absl::FunctionRef<std::string()> what, int nr,
                                       std::array<uint64_t, 6> args) {
-  ASSIGN_OR_RETURN(const int64_t rax, stub_->ControlSyscall(nr, args));
+  absl::StatusOr<int64_t> r = stub_->ControlSyscall(nr, args);
+  if (!r.ok()) {
+    return absl::Status(r.status().code(), absl::StrCat(what(), ": ", r.status().message()));
+  }
+  const int64_t rax = *r;
   if (IsLinuxErrno(rax)) {
-    return ErrnoStatus(absl::StrFormat("%s in systrap stub pid=%d", what, stub_->pid()),
+    return ErrnoStatus(absl::StrFormat("%s in systrap stub pid=%d", what(), stub_->pid()),
                        static_cast<int>(-rax));
   }
   if (nr == SYS_mmap && static_cast<uint64_t>(rax) != args[0]) {
-    return absl::InternalError(absl::StrFormat("%s returned 0x%x", what, rax));
+    return absl::InternalError(absl::StrFormat("%s returned 0x%x", what(), rax));
   }
   return absl::OkStatus();
 }
@@ -393,25 +398,30 @@ absl::Status SystrapAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t 
         absl::StrFormat("MapFile(offset=0x%x): offset not page aligned", offset));
   }
   stub_->RecordMap(addr, len, offset, prot);
-  return Run(absl::StrFormat("mmap(addr=0x%x, len=0x%x, prot=0x%x, MAP_SHARED|MAP_FIXED, "
-                             "memory file, offset=0x%x)",
-                             addr, len, prot, offset),
-             SYS_mmap,
-             {addr, len, static_cast<uint64_t>(prot), MAP_SHARED | MAP_FIXED,
-              static_cast<uint64_t>(memory_fd_), offset});
+  return Run(
+      [&] {
+        return absl::StrFormat(
+            "mmap(addr=0x%x, len=0x%x, prot=0x%x, MAP_SHARED|MAP_FIXED, memory file, offset=0x%x)",
+            addr, len, prot, offset);
+      },
+      SYS_mmap,
+      {addr, len, static_cast<uint64_t>(prot), MAP_SHARED | MAP_FIXED,
+       static_cast<uint64_t>(memory_fd_), offset});
 }
 
 absl::Status SystrapAddressSpace::Unmap(uint64_t addr, uint64_t len) {
   RETURN_IF_ERROR(CheckRange("Unmap", addr, len));
   stub_->RecordUnmap(addr, len);
-  return Run(absl::StrFormat("munmap(addr=0x%x, len=0x%x)", addr, len), SYS_munmap, {addr, len});
+  return Run([&] { return absl::StrFormat("munmap(addr=0x%x, len=0x%x)", addr, len); }, SYS_munmap,
+             {addr, len});
 }
 
 absl::Status SystrapAddressSpace::Protect(uint64_t addr, uint64_t len, Prot prot) {
   RETURN_IF_ERROR(CheckRange("Protect", addr, len));
   stub_->RecordProtect(addr, len, prot);
-  return Run(absl::StrFormat("mprotect(addr=0x%x, len=0x%x, prot=0x%x)", addr, len, prot),
-             SYS_mprotect, {addr, len, static_cast<uint64_t>(prot)});
+  return Run(
+      [&] { return absl::StrFormat("mprotect(addr=0x%x, len=0x%x, prot=0x%x)", addr, len, prot); },
+      SYS_mprotect, {addr, len, static_cast<uint64_t>(prot)});
 }
 
 // ---------------------------------------------------------------------------

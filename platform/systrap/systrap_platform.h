@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "base/unique_fd.h"
 #include "platform/platform.h"
@@ -143,7 +144,10 @@ class SystrapAddressSpace final : public AddressSpace {
 
  private:
   absl::Status CheckRange(const char* call, uint64_t addr, uint64_t len) const;
-  absl::Status Run(const std::string& what, int nr, std::array<uint64_t, 6> args);
+  // Runs one host syscall in the stub. `what` describes it for an error message and is
+  // only called on failure: mm ops are frequent, and formatting each cost more than the
+  // rest of the sentry's share of the op.
+  absl::Status Run(absl::FunctionRef<std::string()> what, int nr, std::array<uint64_t, 6> args);
 
   std::shared_ptr<StubProcess> stub_;
   const uint64_t max_user_;
