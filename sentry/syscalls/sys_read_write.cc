@@ -36,9 +36,10 @@ SyscallResult DoRead(Task& task, int fd, std::vector<iovec> iovs, int64_t offset
   for (const iovec& v : iovs) total += v.iov_len;
   if (total >= kBounceMin && total <= kBounceMax) {
     mm::BounceBuffer bounce;
-    std::vector<iovec> one{iovec{bounce.data(), total}};
-    ASSIGN_OR_RETURN_ERRNO(
-        size_t n, BlockingIo(task, *file, POLLIN, [&] { return file->Read(&task, one, offset); }));
+    const iovec one{bounce.data(), total};
+    ASSIGN_OR_RETURN_ERRNO(size_t n, BlockingIo(task, *file, POLLIN, [&] {
+                             return file->Read(&task, absl::MakeConstSpan(&one, 1), offset);
+                           }));
     task.mm().WriteSpans(iovs, bounce.data(), n);
     return uint64_t{n};
   }
