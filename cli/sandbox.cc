@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -158,6 +159,9 @@ struct SentryChildArgs {
   const std::function<void()>* early;
   int sock;
   int sync_read;
+  // The CLI's end of the sync pipe; the CLI keeps it open until the sentry exits, so a
+  // hangup on sync_read means the CLI died.
+  int sync_write;
   int namespaces;
   bool root_to_nobody;
 };
@@ -165,6 +169,7 @@ struct SentryChildArgs {
 int SentryChild(void* raw) {
   auto* args = static_cast<SentryChildArgs*>(raw);
   ResetSignalsInChild(/*ignore_terminal=*/false);
+  close(args->sync_write);
   // The CLI owns the sandbox: if it dies, the sentry (and with it every stub) dies.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
   if (*args->early) (*args->early)();
@@ -181,6 +186,12 @@ int SentryChild(void* raw) {
     if (args->root_to_nobody && setgroups(0, nullptr) != 0) ChildFail("sentry: setgroups(0)");
     if (setresgid(0, 0, 0) != 0) ChildFail("sentry: setresgid(0, 0, 0)");
     if (setresuid(0, 0, 0) != 0) ChildFail("sentry: setresuid(0, 0, 0)");
+    // Changing the effective uid (host root -> host nobody) clears the parent-death
+    // signal; arm it again, then make sure the CLI did not die in between (in our own
+    // PID namespace getppid() cannot tell, the pipe's hangup can).
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
+    pollfd cli{args->sync_read, POLLIN, 0};
+    if (poll(&cli, 1, 0) != 0 && (cli.revents & POLLHUP)) _exit(125);
   }
   SentryProcess process;
   process.namespaces = args->namespaces;
@@ -337,7 +348,8 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
   }
   bool root_to_nobody = geteuid() == 0;
-  SentryChildArgs args{&sentry_main,  &options.sentry_early, sentry_end.get(), sync_read.get(), 0,
+  SentryChildArgs args{&sentry_main,    &options.sentry_early, sentry_end.get(),
+                       sync_read.get(), sync_write.get(),      0,
                        root_to_nobody};
   int granted = 0;
   pid_t sentry = CloneSentryWithFallback(
@@ -367,10 +379,10 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     KillAndReap(gofer);
     return st;
   }
-  sync_write.reset();
 
   forwarding.Start();
   int status = WaitFor(sentry);
+  sync_write.reset();
   if (status < 0) {
     absl::Status st = ErrnoStatus(absl::StrCat("waitpid(sentry ", sentry, ")"));
     KillAndReap(gofer);

@@ -1,8 +1,14 @@
 // What the sandbox must not let through: writes reaching host files, masked secrets,
 // writes to read-only mounts, symlinks and ".." escaping a mount. Every check is on the
 // host's bytes or on a unique marker, never on a message alone.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +124,80 @@ TEST_P(IsolationTest, NothingOutsideTheMountsIsReachable) {
                           {"--mount", mnt + ":/data:rw"});
   EXPECT_FALSE(HostPathExists(secret + "/new")) << w.Describe();
   EXPECT_FALSE(HostPathExists(host.path() + "/new")) << w.Describe();
+}
+
+// The pids of `root` and every process below it.
+std::set<pid_t> ProcessTree(pid_t root) {
+  std::set<pid_t> tree = {root};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      pid_t pid = atoi(entry.path().filename().c_str());
+      if (pid <= 0 || tree.count(pid)) continue;
+      std::string stat = ReadHostFile(absl::StrCat("/proc/", pid, "/stat"));
+      size_t paren = stat.rfind(')');
+      if (paren == std::string::npos) continue;
+      pid_t ppid = 0;
+      char state = 0;
+      if (sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) == 2 && tree.count(ppid)) {
+        tree.insert(pid);
+        grew = true;
+      }
+    }
+  }
+  return tree;
+}
+
+// Whether `pid` still exists as a live (not zombie) process.
+bool Alive(pid_t pid) {
+  std::string stat = ReadHostFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+// A supervisor that SIGKILLs `usentry run` (a timeout, an OOM kill) must not leave the
+// sentry, gofer or stubs behind running the app unsupervised.
+TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  pid_t cli = fork();
+  ASSERT_GE(cli, 0);
+  if (cli == 0) {
+    dup2(out[1], 1);
+    const char* argv[] = {USENTRY_BIN, "run", "--platform", GetParam().c_str(),           "--",
+                          kBusybox,    "sh",  "-c",         "echo ready; exec sleep 100", nullptr};
+    const char* envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
+    execve(USENTRY_BIN, const_cast<char**>(argv), const_cast<char**>(envp));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string got;
+  char buf[64];
+  pollfd pfd{out[0], POLLIN, 0};
+  while (got.find("ready\n") == std::string::npos && poll(&pfd, 1, 60000) == 1) {
+    ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, n);
+  }
+  close(out[0]);
+  std::set<pid_t> tree = ProcessTree(cli);
+  kill(cli, SIGKILL);
+  waitpid(cli, nullptr, 0);
+  ASSERT_EQ(got, "ready\n") << "the sandboxed shell did not start";
+  EXPECT_GE(tree.size(), 3u) << "expected the CLI, the gofer and the sentry";
+  std::vector<pid_t> left;
+  for (int tries = 0; tries < 100; ++tries) {
+    left.clear();
+    for (pid_t pid : tree) {
+      if (pid != cli && Alive(pid)) left.push_back(pid);
+    }
+    if (left.empty()) break;
+    usleep(100 * 1000);
+  }
+  for (pid_t pid : left) kill(pid, SIGKILL);  // do not leave them to the next test
+  EXPECT_TRUE(left.empty()) << left.size() << " sandbox processes outlived the CLI by 10 s, e.g. "
+                            << ReadHostFile(
+                                   absl::StrCat("/proc/", left.empty() ? 0 : left[0], "/cmdline"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, IsolationTest, ::testing::ValuesIn(kTestPlatforms));
