@@ -16,6 +16,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -86,12 +88,23 @@ void EnsureStdioOpen() {
   }
 }
 
-// Leaves exactly 0-2 and `keep` (moved to fd 3) open. Returns 3 or -1.
-int KeepOnlyStdioAnd(int keep) {
-  if (keep != 3 && dup2(keep, 3) < 0) return -1;
-  if (keep == 3 && fcntl(3, F_SETFD, 0) < 0) return -1;
-  if (close_range(4, ~0U, 0) != 0) return -1;
-  return 3;
+// Leaves exactly 0-2 and the FDs in `keep` open, moved to 3, 4, ... in order (each
+// *keep[i] is updated; the moved FDs are not close-on-exec). Returns false on failure.
+bool KeepOnlyStdioAnd(std::initializer_list<int*> keep) {
+  // Copy out of the way first, so moving one FD cannot overwrite another that sits on
+  // its new number.
+  std::vector<int> high;
+  for (int* fd : keep) {
+    int h = fcntl(*fd, F_DUPFD_CLOEXEC, 64);
+    if (h < 0) return false;
+    high.push_back(h);
+  }
+  int next = 3;
+  for (size_t i = 0; i < high.size(); ++i) {
+    if (dup2(high[i], next) < 0) return false;
+    *keep.begin()[i] = next++;
+  }
+  return close_range(next, ~0U, 0) == 0;
 }
 
 [[noreturn]] void ChildFail(const char* what) {
@@ -123,8 +136,8 @@ pid_t StartGofer(const SandboxOptions& options, UniqueFd sock, const GoferMain& 
   // The gofer needs stderr for its diagnostics; stdin/stdout belong to the app.
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) ChildFail("gofer: /dev/null");
-  int fd = KeepOnlyStdioAnd(sock.release());
-  if (fd < 0) ChildFail("gofer: closing inherited FDs");
+  int fd = sock.release();
+  if (!KeepOnlyStdioAnd({&fd})) ChildFail("gofer: closing inherited FDs");
   if (options.isolate_gofer) {
     // As root this is a plain unshare; otherwise a user namespace is needed to own the
     // new network namespace, with our own ids mapped to themselves so host file access
@@ -172,6 +185,11 @@ int SentryChild(void* raw) {
   close(args->sync_write);
   // The CLI owns the sandbox: if it dies, the sentry (and with it every stub) dies.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
+  // Before the early work starts threads: closing FDs under them would pull their own
+  // (memfds, the seccomp export) away mid-use, or hand their numbers to our socket.
+  if (!KeepOnlyStdioAnd({&args->sock, &args->sync_read})) {
+    ChildFail("sentry: closing inherited FDs");
+  }
   if (*args->early) (*args->early)();
   char go = 0;
   ssize_t n;
@@ -193,10 +211,10 @@ int SentryChild(void* raw) {
     pollfd cli{args->sync_read, POLLIN, 0};
     if (poll(&cli, 1, 0) != 0 && (cli.revents & POLLHUP)) _exit(125);
   }
+  close(args->sync_read);
   SentryProcess process;
   process.namespaces = args->namespaces;
-  process.gofer_fd = KeepOnlyStdioAnd(args->sock);
-  if (process.gofer_fd < 0) ChildFail("sentry: closing inherited FDs");
+  process.gofer_fd = args->sock;
   int rc = (*args->main)(process);
   fflush(nullptr);
   _exit(rc);
