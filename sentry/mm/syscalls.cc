@@ -77,7 +77,13 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   // be read from the file twice.
   std::shared_ptr<MemoryRange> range;
   uint64_t range_off = 0;
-  if (fixed) {
+  if (type != MAP_PRIVATE && o.shared_pages) {
+    if (o.file_off > o.shared_pages->len() || len > o.shared_pages->len() - o.file_off) {
+      return Errno{ENOMEM};
+    }
+    range = o.shared_pages;
+    range_off = o.file_off;
+  } else if (fixed) {
     if (auto pages = PristinePages(addr, len, o)) std::tie(range, range_off) = *pages;
   }
   if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len, range.get());
