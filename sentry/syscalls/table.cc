@@ -404,7 +404,9 @@ constexpr SyscallInfo kTable[] = {
     {317, "seccomp", nullptr, Support::kUnimplemented, "", ""},
     {318, "getrandom", SysGetrandom, Support::kFull, "", "pux"},
     {319, "memfd_create", SysMemfdCreate, Support::kPartial,
-     "MFD_HUGETLB EINVAL; shared mappings past EOF read zeros (no SIGBUS)", "sx"},
+     "MFD_HUGETLB EINVAL; shared mappings past EOF read zeros (no SIGBUS); mappings made "
+     "before the file outgrows its 64 MiB reservation stop being coherent",
+     "sx"},
     {320, "kexec_file_load", nullptr, Support::kUnimplemented, "", ""},
     {321, "bpf", nullptr, Support::kUnimplemented, "", ""},
     {322, "execveat", SysExecveat, Support::kPartial,
