@@ -168,26 +168,31 @@ SyscallResult SysGetpriority(Task& t, const SyscallArgs& a) {
   return static_cast<uint64_t>(20 - best);
 }
 
-// setpriority: another user's processes need CAP_SYS_NICE (EPERM); lowering the nice
-// value needs CAP_SYS_NICE or RLIMIT_NICE room (EACCES), as on Linux.
-SyscallResult SysSetpriority(Task& t, const SyscallArgs& a) {
-  const int nice = std::clamp(a.i32(2), -20, 19);
+namespace {
+
+// Sets `tg`'s nice value for the caller: another user's processes need CAP_SYS_NICE
+// (EPERM); lowering the value needs CAP_SYS_NICE or RLIMIT_NICE room (`lower_errno`:
+// EACCES for setpriority, EPERM for sched_setattr), as on Linux.
+SysStatus SetNice(Task& t, ThreadGroup& tg, int nice, int lower_errno) {
   const Credentials& me = t.creds();
   const bool can_nice = HasCap(me, kCapSysNice);
   const rlimit& lim = t.thread_group().rlimits[RLIMIT_NICE];
   const bool rlimit_allows = lim.rlim_cur >= static_cast<rlim_t>(20 - nice);
+  const Credentials* c = &tg == &t.thread_group() ? &me : CredsOf(tg);
+  if (!can_nice && c && c->ruid != me.euid && c->euid != me.euid) return Errno{EPERM};
+  if (nice < tg.sched.nice && !can_nice && !rlimit_allows) return Errno{lower_errno};
+  tg.sched.nice = nice;
+  return SysOk();
+}
+
+}  // namespace
+
+SyscallResult SysSetpriority(Task& t, const SyscallArgs& a) {
+  const int nice = std::clamp(a.i32(2), -20, 19);
   int err = 0;
   RETURN_IF_ERRNO(ForEachSelected(t, a.i32(0), a.i32(1), [&](ThreadGroup& tg) {
-    const Credentials* c = &tg == &t.thread_group() ? &me : CredsOf(tg);
-    if (!can_nice && c && c->ruid != me.euid && c->euid != me.euid) {
-      err = EPERM;
-      return;
-    }
-    if (nice < tg.sched.nice && !can_nice && !rlimit_allows) {
-      err = EACCES;
-      return;
-    }
-    tg.sched.nice = nice;
+    SysStatus s = SetNice(t, tg, nice, EACCES);
+    if (!s.ok()) err = s.error();
   }));
   if (err) return Errno{err};
   return 0;
@@ -257,6 +262,82 @@ SyscallResult SysSchedGetPriorityMin(Task&, const SyscallArgs& a) {
   if (policy == SCHED_FIFO || policy == SCHED_RR) return 1;
   if (NormalPolicy(policy) || policy == 6 /* SCHED_DEADLINE */) return 0;
   return Errno{EINVAL};
+}
+
+// --- sched_setattr / sched_getattr ---
+
+namespace {
+
+// struct sched_attr, SCHED_ATTR_SIZE_VER1 (glibc before 2.41 does not declare it).
+struct SchedAttr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+  uint32_t sched_util_min, sched_util_max;
+};
+static_assert(sizeof(SchedAttr) == 56);
+constexpr uint32_t kSchedAttrSizeVer0 = 48;
+constexpr uint64_t kFlagResetOnFork = 0x01, kFlagKeepPolicy = 0x08, kFlagKeepParams = 0x10,
+                   kFlagUtilClamp = 0x20 | 0x40, kFlagsAll = 0x7f;
+
+}  // namespace
+
+// sched_setattr(pid, attr, flags): the normal policies with a nice value; real-time and
+// deadline policies are EPERM, utilization clamps EOPNOTSUPP.
+SyscallResult SysSchedSetattr(Task& t, const SyscallArgs& a) {
+  if (a.ptr(1).IsNull() || a.i32(0) < 0 || a.u32(2) != 0) return Errno{EINVAL};
+  ASSIGN_OR_RETURN_ERRNO(uint32_t size, t.mm().CopyInObj<uint32_t>(a.ptr(1)));
+  if (size == 0) size = kSchedAttrSizeVer0;
+  if (size < kSchedAttrSizeVer0 || size > 4096) {
+    const uint32_t want = sizeof(SchedAttr);
+    RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), want));
+    return Errno{E2BIG};
+  }
+  SchedAttr attr{};
+  RETURN_IF_ERRNO(t.mm().CopyIn(a.ptr(1), &attr, std::min<size_t>(size, sizeof attr)));
+  // Bytes past the struct we know must be zero (a newer ABI asking for more).
+  for (uint32_t off = sizeof attr; off < size; ++off) {
+    ASSIGN_OR_RETURN_ERRNO(uint8_t b, t.mm().CopyInObj<uint8_t>(a.ptr(1) + off));
+    if (b != 0) {
+      const uint32_t want = sizeof(SchedAttr);
+      RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), want));
+      return Errno{E2BIG};
+    }
+  }
+  if (attr.sched_flags & ~kFlagsAll) return Errno{EINVAL};
+  ASSIGN_OR_RETURN_ERRNO(ThreadGroup * tg, FindProcess(t, a.i32(0)));
+  const int policy =
+      (attr.sched_flags & kFlagKeepPolicy) ? tg->sched.policy : static_cast<int>(attr.sched_policy);
+  if (policy == 6 /* SCHED_DEADLINE */) return Errno{EPERM};
+  RETURN_IF_ERRNO(CheckPolicy(policy, static_cast<int>(attr.sched_priority)));
+  if (attr.sched_flags & kFlagUtilClamp) return Errno{EOPNOTSUPP};
+  // KEEP_PARAMS keeps the policy and nice value (Linux skips setting both).
+  if (!(attr.sched_flags & kFlagKeepParams)) {
+    // Out-of-range nice values are clamped, as Linux does.
+    RETURN_IF_ERRNO(SetNice(t, *tg, std::clamp(attr.sched_nice, -20, 19), EPERM));
+    tg->sched.policy = policy;
+  }
+  tg->sched.reset_on_fork = attr.sched_flags & kFlagResetOnFork;
+  return 0;
+}
+
+// sched_getattr(pid, attr, size, flags): answers with min(size, 56) bytes.
+SyscallResult SysSchedGetattr(Task& t, const SyscallArgs& a) {
+  const uint32_t size = a.u32(2);
+  if (a.ptr(1).IsNull() || a.i32(0) < 0 || a.u32(3) != 0) return Errno{EINVAL};
+  if (size < kSchedAttrSizeVer0 || size > 4096) return Errno{EINVAL};
+  ASSIGN_OR_RETURN_ERRNO(ThreadGroup * tg, FindProcess(t, a.i32(0)));
+  SchedAttr attr{};
+  attr.size = std::min<uint32_t>(size, sizeof attr);
+  attr.sched_policy = static_cast<uint32_t>(tg->sched.policy);
+  attr.sched_flags = tg->sched.reset_on_fork ? kFlagResetOnFork : 0;
+  attr.sched_nice = tg->sched.nice;
+  attr.sched_util_max = 1024;  // no clamp: the whole capacity (SCHED_CAPACITY_SCALE)
+  RETURN_IF_ERRNO(t.mm().CopyOut(a.ptr(1), &attr, attr.size));
+  return 0;
 }
 
 // The time slice: Linux's RR default (100 ms) for every policy we run.

@@ -21,6 +21,8 @@ SyscallResult SysSchedSetparam(Task& t, const SyscallArgs& a);
 SyscallResult SysSchedGetPriorityMax(Task& t, const SyscallArgs& a);
 SyscallResult SysSchedGetPriorityMin(Task& t, const SyscallArgs& a);
 SyscallResult SysSchedRrGetInterval(Task& t, const SyscallArgs& a);
+SyscallResult SysSchedSetattr(Task& t, const SyscallArgs& a);
+SyscallResult SysSchedGetattr(Task& t, const SyscallArgs& a);
 
 // sys_mem_hint.cc
 SyscallResult SysMlock(Task& t, const SyscallArgs& a);

@@ -193,6 +193,65 @@ TEST(Sched, PriorityRangesAndInterval) {
   EXPECT_ERRNO(sched_rr_get_interval(999999, &ts), ESRCH);
 }
 
+// struct sched_attr as the kernel defines it (SCHED_ATTR_SIZE_VER1).
+struct SchedAttr {
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime, deadline, period;
+  uint32_t util_min, util_max;
+};
+
+TEST(SchedAttr, GetAndSetPolicyAndNice) {
+  EXPECT_EQ(InChild([] {
+              if (setpriority(PRIO_PROCESS, 0, 4) != 0) return 1;
+              SchedAttr attr{};
+              if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return 2;
+              if (attr.size != sizeof attr || attr.policy != SCHED_OTHER || attr.nice != 4) {
+                return 3;
+              }
+              SchedAttr set{};
+              set.size = 48;  // SCHED_ATTR_SIZE_VER0
+              set.policy = SCHED_BATCH;
+              set.nice = 30;  // clamped to 19
+              if (syscall(SYS_sched_setattr, 0, &set, 0) != 0) return 4;
+              if (sched_getscheduler(0) != SCHED_BATCH) return 5;
+              if (getpriority(PRIO_PROCESS, 0) != 19) return 6;
+              set.flags = 0x10;  // SCHED_FLAG_KEEP_PARAMS: policy and nice stay
+              set.policy = SCHED_OTHER;
+              set.nice = 0;
+              if (syscall(SYS_sched_setattr, 0, &set, 0) != 0) return 7;
+              if (getpriority(PRIO_PROCESS, 0) != 19 || sched_getscheduler(0) != SCHED_BATCH) {
+                return 8;
+              }
+              return 0;
+            }),
+            0);
+}
+
+TEST(SchedAttr, BadInputsHaveLinuxErrnos) {
+  SchedAttr attr{};
+  EXPECT_ERRNO(syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 1), EINVAL);
+  EXPECT_ERRNO(syscall(SYS_sched_getattr, 0, &attr, 10, 0), EINVAL);
+  EXPECT_ERRNO(syscall(SYS_sched_getattr, 0, nullptr, sizeof attr, 0), EINVAL);
+  EXPECT_ERRNO(syscall(SYS_sched_getattr, 999999, &attr, sizeof attr, 0), ESRCH);
+  attr.size = 8;
+  EXPECT_ERRNO(syscall(SYS_sched_setattr, 0, &attr, 0), E2BIG);
+  EXPECT_EQ(attr.size, sizeof attr);  // the size the kernel wants is written back
+  attr = {};
+  attr.size = sizeof attr;
+  EXPECT_ERRNO(syscall(SYS_sched_setattr, 0, &attr, 1), EINVAL);
+  attr.flags = 0x1000;
+  EXPECT_ERRNO(syscall(SYS_sched_setattr, 0, &attr, 0), EINVAL);
+  attr.flags = 0;
+  attr.policy = 42;
+  EXPECT_ERRNO(syscall(SYS_sched_setattr, 0, &attr, 0), EINVAL);
+  attr.policy = SCHED_OTHER;
+  attr.priority = 3;
+  EXPECT_ERRNO(syscall(SYS_sched_setattr, 0, &attr, 0), EINVAL);
+}
+
 TEST(Mlock, LocksMappedRangesOnly) {
   const long page = sysconf(_SC_PAGESIZE);
   char* p = static_cast<char*>(
