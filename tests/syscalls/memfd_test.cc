@@ -58,6 +58,32 @@ TEST(MemfdCreate, SparseWriteFarAwayReadsZerosBetween) {
   EXPECT_EQ(c, 0);
 }
 
+// Growing far past what was written keeps the data (the sandbox moves it to a larger
+// page reservation) and the new space reads as zeros.
+TEST(MemfdCreate, GrowingFarKeepsTheData) {
+  ScopedFd fd(memfd_create("grow", 0));
+  ASSERT_SYS_OK(fd.get());
+  ASSERT_EQ(pwrite(fd.get(), "start", 5, 0), 5);
+  ASSERT_EQ(pwrite(fd.get(), "mid", 3, 40 << 20), 3);
+  ASSERT_EQ(pwrite(fd.get(), "far", 3, 100 << 20), 3);
+  ASSERT_SYS_OK(ftruncate(fd.get(), 300 << 20));
+  char buf[8] = {};
+  EXPECT_EQ(pread(fd.get(), buf, 5, 0), 5);
+  EXPECT_EQ(std::string(buf, 5), "start");
+  EXPECT_EQ(pread(fd.get(), buf, 3, 40 << 20), 3);
+  EXPECT_EQ(std::string(buf, 3), "mid");
+  EXPECT_EQ(pread(fd.get(), buf, 3, 100 << 20), 3);
+  EXPECT_EQ(std::string(buf, 3), "far");
+  EXPECT_EQ(pread(fd.get(), buf, 4, 200 << 20), 4);
+  EXPECT_EQ(std::string(buf, 4), std::string(4, '\0'));
+  // A shared mapping made after the growth sees the data.
+  char* p = static_cast<char*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 100 << 20));
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_EQ(std::string(p, 3), "far");
+  munmap(p, 4096);
+}
+
 TEST(MemfdCreate, BadArgumentsAreRefused) {
   EXPECT_ERRNO(memfd_create("x", 0x1000), EINVAL);
   std::string long_name(250, 'n');
