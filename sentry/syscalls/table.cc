@@ -50,7 +50,8 @@ constexpr SyscallInfo kTable[] = {
     {23, "select", SysSelect, Support::kFull, "", "dpppp"},
     {24, "sched_yield", SysSchedYield, Support::kFull, "", ""},
     {25, "mremap", SysMremap, Support::kPartial,
-     "single-VMA sources; MREMAP_DONTUNMAP EINVAL; moved shared anonymous memory becomes private",
+     "single-VMA sources; MREMAP_DONTUNMAP EINVAL; shared anonymous memory that grows becomes "
+     "private",
      "xuuxx"},
     {26, "msync", SysMsync, Support::kPartial, "no shared file mappings to write back yet", ""},
     {27, "mincore", SysMincore, Support::kFull, "resident = the memory file holds the page", "xup"},

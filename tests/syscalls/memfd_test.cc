@@ -176,6 +176,30 @@ TEST(MemfdMmap, SharedMappingIsSharedWithAForkedChild) {
   munmap(const_cast<char*>(p), 4096);
 }
 
+TEST(MemfdMmap, MremapKeepsTheSharedMappingCoherent) {
+  ScopedFd fd(memfd_create("mremap", 0));
+  ASSERT_SYS_OK(fd.get());
+  ASSERT_SYS_OK(ftruncate(fd.get(), 3 * 4096));
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  ASSERT_NE(p, MAP_FAILED);
+  char* q = static_cast<char*>(mremap(p, 4096, 3 * 4096, MREMAP_MAYMOVE));
+  ASSERT_NE(q, MAP_FAILED);
+  ASSERT_EQ(pwrite(fd.get(), "tail", 4, 2 * 4096), 4);
+  EXPECT_EQ(std::string(q + 2 * 4096, 4), "tail");
+  memcpy(q + 5, "head", 4);
+  char buf[4];
+  ASSERT_EQ(pread(fd.get(), buf, 4, 5), 4);
+  EXPECT_EQ(std::string(buf, 4), "head");
+  // Moved elsewhere without growing.
+  void* far = mmap(nullptr, 3 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(far, MAP_FAILED);
+  char* r = static_cast<char*>(mremap(q, 3 * 4096, 3 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, far));
+  ASSERT_EQ(r, far);
+  ASSERT_EQ(pwrite(fd.get(), "moved", 5, 4096), 5);
+  EXPECT_EQ(std::string(r + 4096, 5), "moved");
+  munmap(r, 3 * 4096);
+}
+
 TEST(MemfdSeals, WithoutAllowSealingOnlySealSealIsSet) {
   ScopedFd fd(memfd_create("nosealing", 0));
   ASSERT_SYS_OK(fd.get());
