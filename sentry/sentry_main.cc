@@ -52,6 +52,9 @@ void DefaultLimits(ThreadGroup& tg) {
   tg.rlimits[RLIMIT_MEMLOCK] = {8 << 20, 8 << 20};
   tg.rlimits[RLIMIT_SIGPENDING] = {4096, 4096};
   tg.rlimits[RLIMIT_MSGQUEUE] = {819200, 819200};
+  // As Linux's init: no nice/real-time headroom without CAP_SYS_NICE (setpriority).
+  tg.rlimits[RLIMIT_NICE] = {0, 0};
+  tg.rlimits[RLIMIT_RTPRIO] = {0, 0};
 }
 
 std::string EnvValue(const std::vector<std::string>& envp, const std::string& key) {

@@ -85,6 +85,27 @@ SysResult<size_t> Pipe::Write(absl::Span<const iovec> src) {
   return done;
 }
 
+size_t Pipe::Peek(uint8_t* dst, size_t len, size_t skip) const {
+  if (skip >= size_) return 0;
+  size_t n = std::min(len, size_ - skip);
+  for (size_t done = 0; done < n;) {
+    size_t pos = (head_ + skip + done) % ring_.size();
+    size_t run = std::min(n - done, ring_.size() - pos);
+    memcpy(dst + done, ring_.data() + pos, run);
+    done += run;
+  }
+  return n;
+}
+
+void Pipe::Consume(size_t n) {
+  n = std::min(n, size_);
+  if (n == 0) return;
+  head_ = (head_ + n) % ring_.size();
+  size_ -= n;
+  if (size_ == 0) head_ = 0;
+  wq_.Notify(kWritable);
+}
+
 EventMask Pipe::ReaderReadiness(EventMask mask) const {
   EventMask r = 0;
   if (size_ > 0) r |= kReadable;

@@ -34,6 +34,10 @@ class Pipe {
   // EPIPE without readers (the caller raises SIGPIPE); writes <= kPipeBuf are all or
   // nothing (EAGAIN), larger ones may be partial; EAGAIN when nothing fits.
   SysResult<size_t> Write(absl::Span<const iovec> src);
+  // splice/tee: copies up to `len` buffered bytes, starting `skip` bytes past the head,
+  // into `dst` without consuming them; Consume(n) then drops the first n (n <= size()).
+  size_t Peek(uint8_t* dst, size_t len, size_t skip) const;
+  void Consume(size_t n);
   // Poll bits for a reader / writer end among `mask`.
   EventMask ReaderReadiness(EventMask mask) const;
   EventMask WriterReadiness(EventMask mask) const;

@@ -33,6 +33,27 @@ TEST(PipeTest, DataFlowsInOrder) {
   EXPECT_EQ(ReadN(*p.read, 100).value(), "lo world");
 }
 
+// splice/tee: Peek copies across the ring's wrap point without consuming; Consume
+// drops from the head.
+TEST(PipeTest, PeekAcrossTheWrapThenConsume) {
+  PipeEnds p = NewPipe(0);
+  auto* end = dynamic_cast<PipeDescription*>(p.read.get());
+  ASSERT_NE(end, nullptr);
+  Pipe& pipe = end->pipe();
+  ASSERT_TRUE(pipe.SetCapacity(4096).ok());
+  ASSERT_EQ(WriteStr(*p.write, std::string(4000, 'a')).value(), 4000u);
+  ASSERT_EQ(ReadN(*p.read, 4000).value().size(), 4000u);
+  ASSERT_EQ(WriteStr(*p.write, std::string(100, 'b') + "0123456789").value(), 110u);
+  char buf[16] = {};
+  EXPECT_EQ(pipe.Peek(reinterpret_cast<uint8_t*>(buf), 5, 100), 5u);
+  EXPECT_EQ(std::string(buf, 5), "01234");
+  EXPECT_EQ(pipe.Peek(reinterpret_cast<uint8_t*>(buf), 16, 105), 5u);
+  EXPECT_EQ(pipe.Peek(reinterpret_cast<uint8_t*>(buf), 16, 110), 0u);
+  EXPECT_EQ(pipe.size(), 110u);
+  pipe.Consume(104);
+  EXPECT_EQ(ReadN(*p.read, 100).value(), "456789");
+}
+
 TEST(PipeTest, EmptyWithWriterIsEagainWithoutWriterIsEof) {
   PipeEnds p = NewPipe(0);
   auto r = ReadN(*p.read, 10);

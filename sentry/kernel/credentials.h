@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace usentry::sentry {
@@ -14,6 +15,11 @@ struct Credentials {
   uid_t ruid = 0, euid = 0, suid = 0, fsuid = 0;
   gid_t rgid = 0, egid = 0, sgid = 0, fsgid = 0;
   std::vector<gid_t> groups;
+  // Emulated capability sets (capget/capset, sys_sched.cc), bit N = capability N. They
+  // apply while an id is 0 (capget reports none otherwise); other privilege checks use
+  // euid == 0 and only consult these where a syscall names its capability.
+  static constexpr uint64_t kAllCaps = (uint64_t{1} << 41) - 1;  // CAP_LAST_CAP = 40
+  uint64_t cap_permitted = kAllCaps, cap_effective = kAllCaps, cap_inheritable = 0;
 
   // Root inside the sandbox bypasses DAC checks like CAP_DAC_OVERRIDE would. It never
   // grants anything on the host: the gofer and the policy decide that.

@@ -61,6 +61,7 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   tg->exit_signal = a.exit_signal;
   *tg->handlers = *ptg.handlers;
   tg->rlimits = ptg.rlimits;
+  tg->sched = ptg.sched.ForFork();
   std::shared_ptr<ThreadGroup> real_parent = tg->parent.lock();
   if (!real_parent) return Errno{EINVAL};
 

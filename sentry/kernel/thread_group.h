@@ -50,6 +50,28 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   WaitQueue child_wq;
 
   std::array<rlimit, RLIM_NLIMITS> rlimits{};
+  // Emulated scheduling state (sys_sched.cc), inherited by fork: nice value, policy
+  // (SCHED_OTHER/BATCH/IDLE, with SCHED_RESET_ON_FORK), personality(2) persona, and
+  // membarrier registrations (MEMBARRIER_CMD_REGISTER_* bits).
+  struct SchedState {
+    int nice = 0;
+    int policy = 0;
+    bool reset_on_fork = false;
+    uint32_t personality = 0;
+    int membarrier_registered = 0;
+    // What a fork child starts with: a new address space has no membarrier
+    // registrations; SCHED_RESET_ON_FORK (which would turn real-time policies, never
+    // granted here, back into SCHED_OTHER) clears itself and a negative nice.
+    SchedState ForFork() const {
+      SchedState s = *this;
+      s.membarrier_registered = 0;
+      if (reset_on_fork) {
+        s.reset_on_fork = false;
+        if (s.nice < 0) s.nice = 0;
+      }
+      return s;
+    }
+  } sched;
   // CPU accounting of exited threads and reaped children, in microseconds.
   int64_t utime_us = 0, stime_us = 0, child_utime_us = 0, child_stime_us = 0;
 

@@ -73,6 +73,10 @@ struct MMapOpts {
   std::string name;
   uint64_t dev = 0, ino = 0;
   std::shared_ptr<void> file_ref;
+  // Files whose data already lives in the memory file (memfds): a MAP_SHARED mapping
+  // maps these pages from byte file_off on (coherent with the file's read/write); they
+  // must cover [file_off, file_off+len rounded to pages). Private mappings use `fill`.
+  std::shared_ptr<MemoryRange> shared_pages;
 };
 
 class MemoryManager {

@@ -77,7 +77,13 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   // be read from the file twice.
   std::shared_ptr<MemoryRange> range;
   uint64_t range_off = 0;
-  if (fixed) {
+  if (type != MAP_PRIVATE && o.shared_pages) {
+    if (o.file_off > o.shared_pages->len() || len > o.shared_pages->len() - o.file_off) {
+      return Errno{ENOMEM};
+    }
+    range = o.shared_pages;
+    range_off = o.file_off;
+  } else if (fixed) {
     if (auto pages = PristinePages(addr, len, o)) std::tie(range, range_off) = *pages;
   }
   if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len, range.get());
@@ -207,6 +213,11 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   uint64_t start = old_addr.value();
   const Vma* v = FindVma(start);
   if (!v || v->end < start + old_len) return Errno{EFAULT};
+  // A shared mapping whose backing pages extend far enough (a memfd's reservation; any
+  // shared mapping that does not grow) keeps mapping those same pages, so it stays
+  // shared; other shared mappings that grow get fresh pages and lose sharing.
+  const uint64_t src_off = v->range_off + (start - v->start);
+  const bool keep_pages = v->shared && src_off + new_len <= v->range->len();
   if (!(flags & MREMAP_FIXED)) {
     if (new_len <= old_len) {
       if (new_len < old_len) RemoveRange(start + new_len, start + old_len);
@@ -216,12 +227,15 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
     if (start + new_len <= max_user_ && RangeFree(start + old_len, start + new_len) &&
         v->end == start + old_len) {
       Vma ext = *v;
-      std::shared_ptr<MemoryRange> r = mf_->Allocate(new_len - old_len);
-      if (!r) return Errno{ENOMEM};
+      if (keep_pages) {
+        ext.range_off = src_off + old_len;
+      } else {
+        ext.range = mf_->Allocate(new_len - old_len);
+        if (!ext.range) return Errno{ENOMEM};
+        ext.range_off = 0;
+      }
       ext.start = start + old_len;
       ext.end = start + new_len;
-      ext.range = std::move(r);
-      ext.range_off = 0;
       ext.file_off = v->file_off + (ext.start - v->start);
       ext.pristine = false;  // fresh zero pages, not the file's
       RETURN_IF_ERRNO(InsertVma(std::move(ext)));
@@ -244,6 +258,16 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   // Only single-VMA sources are supported (what glibc realloc produces).
   v = FindVma(start);
   if (!v || v->end < start + old_len) return Errno{EFAULT};
+  if (keep_pages) {
+    Vma moved = *v;
+    moved.start = dst;
+    moved.end = dst + new_len;
+    moved.range_off = src_off;
+    moved.file_off = v->file_off + (start - v->start);
+    RemoveRange(start, start + old_len);
+    RETURN_IF_ERRNO(InsertVma(std::move(moved)));
+    return GuestAddr(dst);
+  }
   std::shared_ptr<MemoryRange> r = mf_->Allocate(new_len);
   if (!r) return Errno{ENOMEM};
   uint64_t copy = std::min(old_len, new_len);

@@ -174,7 +174,8 @@ SyscallResult SysFtruncate(Task& task, const SyscallArgs& args) {
   ASSIGN_OR_RETURN_ERRNO(auto file, GetIoFile(task, args.i32(0)));
   if (len < 0) return Errno{EINVAL};
   if (!file->writable()) return Errno{EINVAL};
-  if (!file->inode() || !file->inode()->IsRegular()) return Errno{EINVAL};
+  ASSIGN_OR_RETURN_ERRNO(uint32_t type, FileTypeOf(*file));  // memfds have no inode
+  if (type != S_IFREG) return Errno{EINVAL};
   RETURN_IF_ERRNO(file->Truncate(len));
   return uint64_t{0};
 }

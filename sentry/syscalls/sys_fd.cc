@@ -3,6 +3,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 
+#include "sentry/fsimpl/memfd.h"
 #include "sentry/fsimpl/pipe.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/sys_file.h"
@@ -51,8 +52,11 @@ SyscallResult SysFcntl(Task& task, const SyscallArgs& args) {
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
       return fsimpl::PipeFcntl(file, cmd, args.u64(2));
+    case F_ADD_SEALS:
+    case F_GET_SEALS:
+      return fsimpl::MemfdSealFcntl(file, cmd, args.u64(2));
     default:
-      // F_SETOWN/F_SETSIG (SIGIO), leases, notify, seals: not supported.
+      // F_SETOWN/F_SETSIG (SIGIO), leases, notify: not supported.
       return Errno{EINVAL};
   }
 }

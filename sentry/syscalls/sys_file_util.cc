@@ -83,6 +83,12 @@ SysResult<size_t> BlockingIo(Task& task, vfs::FileDescription& file, EventMask e
   }
 }
 
+SysResult<uint32_t> FileTypeOf(vfs::FileDescription& file) {
+  if (file.inode() != nullptr) return file.inode()->FileType();
+  ASSIGN_OR_RETURN_ERRNO(vfs::Attr a, file.Stat());
+  return a.mode & S_IFMT;
+}
+
 abi::Stat ToAbiStat(const vfs::Attr& a) {
   abi::Stat s{};
   s.dev = a.dev;

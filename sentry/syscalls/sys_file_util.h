@@ -45,6 +45,10 @@ SysResult<size_t> BlockingIo(Task& task, vfs::FileDescription& file, EventMask e
 
 abi::Stat ToAbiStat(const vfs::Attr& a);
 
+// The S_IFMT type of an open file: its inode's, or for anonymous files (pipes, memfds)
+// what their fstat says.
+SysResult<uint32_t> FileTypeOf(vfs::FileDescription& file);
+
 }  // namespace usentry::sentry
 
 #endif  // USENTRY_SENTRY_SYSCALLS_SYS_FILE_UTIL_H_

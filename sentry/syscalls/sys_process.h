@@ -11,6 +11,7 @@ SyscallResult SysVfork(Task& t, const SyscallArgs& a);
 SyscallResult SysClone(Task& t, const SyscallArgs& a);
 SyscallResult SysClone3(Task& t, const SyscallArgs& a);
 SyscallResult SysExecve(Task& t, const SyscallArgs& a);
+SyscallResult SysExecveat(Task& t, const SyscallArgs& a);  // sys_execveat.cc
 SyscallResult SysExit(Task& t, const SyscallArgs& a);
 SyscallResult SysExitGroup(Task& t, const SyscallArgs& a);
 SyscallResult SysWait4(Task& t, const SyscallArgs& a);

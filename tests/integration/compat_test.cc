@@ -161,6 +161,47 @@ TEST_P(CompatTest, PythonWithoutSyscallPatching) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonScript}, {"--no-syscall-patching"});
 }
 
+// The everyday data movers and memfds as Python uses them: os.sendfile and
+// shutil.copyfile (sendfile on Linux), os.copy_file_range, memfd_create + a shared
+// mmap coherent with pread/pwrite, posix_fallocate, and the scheduling queries.
+constexpr char kEverydayScript[] = R"py(
+import mmap, os, shutil, tempfile
+d = tempfile.mkdtemp()
+src, dst = os.path.join(d, "src"), os.path.join(d, "dst")
+data = bytes(range(256)) * 1000
+with open(src, "wb") as f:
+    f.write(data)
+with open(src, "rb") as i, open(dst, "wb") as o:
+    print("sendfile", os.sendfile(o.fileno(), i.fileno(), 100, 5000), i.tell(), o.tell())
+print(open(dst, "rb").read() == data[100:5100])
+with open(src, "rb") as i, open(dst, "wb+") as o:
+    print("copy_file_range", os.copy_file_range(i.fileno(), o.fileno(), 70000), i.tell(), o.tell())
+    print(os.copy_file_range(i.fileno(), o.fileno(), 10, 255990, 0), os.pread(o.fileno(), 10, 0))
+shutil.copyfile(src, dst)
+print("copyfile", open(dst, "rb").read() == data)
+fd = os.memfd_create("pyfd", os.MFD_CLOEXEC)
+os.ftruncate(fd, 8192)
+m = mmap.mmap(fd, 8192)
+m[0:5] = b"hello"
+print("memfd", os.pread(fd, 5, 0), os.readlink("/proc/self/fd/%d" % fd), os.fstat(fd).st_size)
+os.pwrite(fd, b"HELLO", 4096)
+print(m[4096:4101])
+m.close()
+os.close(fd)
+with open(dst, "wb") as f:
+    os.posix_fallocate(f.fileno(), 0, 12345)
+print("fallocate", os.path.getsize(dst))
+print("sched", os.sched_getparam(0).sched_priority, os.sched_getscheduler(0) == os.SCHED_OTHER)
+p = os.getpriority(os.PRIO_PROCESS, 0)
+os.setpriority(os.PRIO_PROCESS, 0, min(p + 1, 19))
+print("nice", os.getpriority(os.PRIO_PROCESS, 0) - p, os.sched_get_priority_max(os.SCHED_FIFO))
+shutil.rmtree(d)
+)py";
+
+TEST_P(CompatTest, PythonSendfileMemfdFallocate) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kEverydayScript});
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
