@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include <algorithm>
+
 namespace usentry::sentry::fsimpl {
 
 // One (file, fd) registration. It is a callback waiter on the file's queue and a
@@ -37,30 +39,40 @@ class EpollDescription::Item : public Waiter, public vfs::FileDescription::Relea
 EpollDescription::EpollDescription(int flags) : FileDescription(vfs::Path{}, O_RDWR | flags) {}
 
 EpollDescription::~EpollDescription() {
-  for (auto& [key, item] : items_) {
-    if (item->queue != nullptr) item->queue->Remove(item.get());
-    if (item->file != nullptr) item->file->RemoveReleaseWatcher(item.get());
-  }
+  for (auto& [key, item] : items_) Forget(item.get());
   ready_.clear();
   items_.clear();
 }
 
-bool EpollDescription::LoopsTo(EpollDescription* stop, int depth) {
-  if (depth > kEpollMaxNests) return true;
+int EpollDescription::DepthBelow(EpollDescription* stop) {
+  int depth = 0;
   for (auto& [key, item] : items_) {
     auto* sub = dynamic_cast<EpollDescription*>(item->file);
     if (sub == nullptr) continue;
-    if (sub == stop || sub->LoopsTo(stop, depth + 1)) return true;
+    if (sub == stop) return -1;
+    int d = sub->DepthBelow(stop);
+    if (d < 0) return -1;
+    depth = std::max(depth, d + 1);
   }
-  return false;
+  return depth;
+}
+
+int EpollDescription::DepthAbove() {
+  int depth = 0;
+  for (EpollDescription* p : parents_) depth = std::max(depth, p->DepthAbove() + 1);
+  return depth;
 }
 
 SysStatus EpollDescription::Add(const std::shared_ptr<vfs::FileDescription>& file, int fd,
                                 EpollEvent ev) {
   Key key{file.get(), fd};
   if (items_.count(key)) return Errno{EEXIST};
-  if (auto* sub = dynamic_cast<EpollDescription*>(file.get())) {
-    if (sub == this || sub->LoopsTo(this, 0)) return Errno{ELOOP};
+  auto* sub = dynamic_cast<EpollDescription*>(file.get());
+  if (sub != nullptr) {
+    // A cycle, or a chain of nested epolls longer than Linux allows.
+    int below = sub == this ? -1 : sub->DepthBelow(this);
+    if (below < 0 || below + 1 + DepthAbove() > kEpollMaxNests) return Errno{ELOOP};
+    sub->parents_.insert(this);
   }
   // Errors and hang-ups are always reported, asked for or not.
   ev.events |= POLLERR | POLLHUP;
@@ -96,9 +108,17 @@ SysStatus EpollDescription::Delete(vfs::FileDescription* file, int fd) {
   return SysOk();
 }
 
-void EpollDescription::Erase(Item* item) {
+void EpollDescription::Forget(Item* item) {
   if (item->queue != nullptr) item->queue->Remove(item);
-  if (item->file != nullptr) item->file->RemoveReleaseWatcher(item);
+  if (item->file == nullptr) return;
+  item->file->RemoveReleaseWatcher(item);
+  if (auto* sub = dynamic_cast<EpollDescription*>(item->file)) {
+    sub->parents_.erase(sub->parents_.find(this));
+  }
+}
+
+void EpollDescription::Erase(Item* item) {
+  Forget(item);
   RemoveFromReady(item);
   Key key = item->key;  // erase destroys the item, key and all
   items_.erase(key);

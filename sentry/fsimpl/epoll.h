@@ -16,6 +16,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -40,7 +41,8 @@ inline constexpr uint32_t kEpollEt = 1u << 31;
 inline constexpr uint32_t kEpollFlagBits =
     kEpollExclusive | kEpollWakeup | kEpollOneShot | kEpollEt;
 
-// Longest chain of nested epolls Linux accepts (EP_MAX_NESTS).
+// Most epoll-in-epoll links one chain may have (Linux's EP_MAX_NESTS, counted above and
+// below the epoll being added to, as Linux 6.x does).
 inline constexpr int kEpollMaxNests = 4;
 
 class EpollDescription : public vfs::FileDescription {
@@ -71,14 +73,20 @@ class EpollDescription : public vfs::FileDescription {
   void RemoveFromReady(Item* item);
   // The events `item` reports now (0 if disabled or nothing ready).
   EventMask Poll(Item* item);
-  // Unregisters and destroys an item.
+  // Unregisters an item from its file (queue, release watcher, nesting links).
+  void Forget(Item* item);
+  // Forgets and destroys an item.
   void Erase(Item* item);
 
-  // True if `stop` is reachable through the epolls this one watches, or they nest
-  // deeper than kEpollMaxNests (`depth` is this one's depth below the new parent).
-  bool LoopsTo(EpollDescription* stop, int depth);
+  // Longest chain of epolls this one watches, transitively (0: none); -1 if `stop` is
+  // among them (a cycle).
+  int DepthBelow(EpollDescription* stop);
+  // Longest chain of epolls watching this one, transitively (0: none).
+  int DepthAbove();
 
   std::map<Key, std::unique_ptr<Item>> items_;
+  // Epolls with an item on this one (once per item), for the nesting limit.
+  std::multiset<EpollDescription*> parents_;
   std::list<Item*> ready_;
   WaitQueue wq_;
 };

@@ -398,6 +398,21 @@ TEST(EpollNested, CyclesAreEloop) {
   ASSERT_SYS_OK(Add(d.get(), a.get(), EPOLLIN, 0));
 }
 
+// Linux counts the links above and below: at most 5 epolls in one chain.
+TEST(EpollNested, ChainsOfMoreThanFiveAreEloop) {
+  ScopedFd up[6];
+  for (auto& e : up) ASSERT_SYS_OK((e = ScopedFd(epoll_create1(0))).get());
+  for (int i = 1; i < 5; ++i) ASSERT_SYS_OK(Add(up[i].get(), up[i - 1].get(), EPOLLIN, 0));
+  EXPECT_ERRNO(Add(up[5].get(), up[4].get(), EPOLLIN, 0), ELOOP);
+  ScopedFd down[6];
+  for (auto& e : down) ASSERT_SYS_OK((e = ScopedFd(epoll_create1(0))).get());
+  for (int i = 1; i < 5; ++i) ASSERT_SYS_OK(Add(down[i - 1].get(), down[i].get(), EPOLLIN, 0));
+  EXPECT_ERRNO(Add(down[4].get(), down[5].get(), EPOLLIN, 0), ELOOP);
+  // Closing the head releases its items: the chain is shorter now.
+  down[0].reset();
+  ASSERT_SYS_OK(Add(down[4].get(), down[5].get(), EPOLLIN, 0));
+}
+
 TEST(EpollNested, BlockedOuterWokenThroughInner) {
   ScopedFd outer(epoll_create1(0));
   ScopedFd inner(epoll_create1(0));
