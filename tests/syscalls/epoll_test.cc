@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <string>
 
@@ -167,6 +168,8 @@ TEST(EpollWait, ArgumentErrors) {
   epoll_event out[1];
   EXPECT_ERRNO(epoll_wait(ep.get(), out, 0, 0), EINVAL);
   EXPECT_ERRNO(syscall(SYS_epoll_wait, ep.get(), out, -1, 0), EINVAL);
+  // More than INT_MAX / sizeof(epoll_event) is refused before anything is looked at.
+  EXPECT_ERRNO(syscall(SYS_epoll_wait, ep.get(), out, INT_MAX / 12 + 1, 0), EINVAL);
   EXPECT_ERRNO(epoll_wait(-1, out, 1, 0), EBADF);
   EXPECT_ERRNO(epoll_wait(p.r.get(), out, 1, 0), EINVAL);
   // A ready event and an unwritable buffer: EFAULT.
@@ -229,6 +232,19 @@ TEST(EpollWait, WriteEndOutAndFullPipe) {
   for (int i = 0; i < 4; ++i) ASSERT_GT(read(p.r.get(), buf, sizeof(buf)), 0);
   ASSERT_EQ(epoll_wait(ep.get(), out, 2, 0), 1);
   EXPECT_EQ(out[0].data.u64, 3u);
+}
+
+TEST(EpollWait, EdgeTriggeredWriteEndIgnoresReadsFromANonFullPipe) {
+  ScopedFd ep(epoll_create1(0));
+  Pipe p;
+  ASSERT_SYS_OK(Add(ep.get(), p.w.get(), EPOLLOUT | EPOLLET, 1));
+  epoll_event out[1];
+  ASSERT_EQ(epoll_wait(ep.get(), out, 1, 0), 1);
+  ASSERT_EQ(write(p.w.get(), "ab", 2), 2);
+  EXPECT_EQ(epoll_wait(ep.get(), out, 1, 0), 0);
+  char c;
+  ASSERT_EQ(read(p.r.get(), &c, 1), 1);
+  EXPECT_EQ(epoll_wait(ep.get(), out, 1, 0), 0);
 }
 
 TEST(EpollWait, HangupAndErrorAreAlwaysReported) {
