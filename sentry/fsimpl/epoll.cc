@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_format.h"
+
 namespace usentry::sentry::fsimpl {
 
 // One (file, fd) registration. It is a callback waiter on the file's queue and a
@@ -169,6 +171,22 @@ std::vector<EpollEvent> EpollDescription::Collect(size_t max) {
   }
   // Items not looked at (maxevents reached) keep their place at the front.
   ready_.splice(ready_.begin(), batch);
+  return out;
+}
+
+std::string EpollDescription::FdInfo() {
+  std::string out;
+  for (auto& [key, item] : items_) {
+    uint64_t ino = 0, dev = 0;
+    auto a = item->file->Stat();
+    if (a.ok()) {
+      ino = a->ino;
+      dev = a->dev;
+    }
+    absl::StrAppendFormat(&out, "tfd: %8d events: %8x data: %16x  pos:%d ino:%x sdev:%x\n",
+                          key.second, item->ev.events, item->ev.data, item->file->offset(), ino,
+                          dev);
+  }
   return out;
 }
 

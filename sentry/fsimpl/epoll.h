@@ -63,6 +63,8 @@ class EpollDescription : public vfs::FileDescription {
   EventMask Readiness(EventMask mask) override;
   WaitQueue* wait_queue() override { return &wq_; }
   std::string AnonName() const override { return "anon_inode:[eventpoll]"; }
+  // One "tfd:" line per item, in key order like Linux's tree.
+  std::string FdInfo() override;
 
  private:
   class Item;

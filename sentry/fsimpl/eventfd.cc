@@ -5,10 +5,16 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+
+#include "absl/strings/str_format.h"
 
 namespace usentry::sentry::fsimpl {
 namespace {
+
+// Linux numbers eventfds for fdinfo (an IDA from 0; ours never reuses numbers).
+std::atomic<uint32_t> next_eventfd_id{0};
 
 // Copies exactly sizeof(v) bytes between `v` and the front of an iovec array (the
 // caller checked the total length).
@@ -41,7 +47,13 @@ uint64_t GatherIn(absl::Span<const iovec> src) {
 EventfdDescription::EventfdDescription(uint64_t initial, int flags, bool semaphore)
     : FileDescription(vfs::Path{}, O_RDWR | (flags & O_NONBLOCK)),
       count_(initial),
-      semaphore_(semaphore) {}
+      semaphore_(semaphore),
+      id_(next_eventfd_id++) {}
+
+std::string EventfdDescription::FdInfo() {
+  return absl::StrFormat("eventfd-count: %16x\neventfd-id: %d\neventfd-semaphore: %d\n", count_,
+                         id_, semaphore_ ? 1 : 0);
+}
 
 SysResult<size_t> EventfdDescription::Read(Task*, absl::Span<const iovec> dst, int64_t offset) {
   if (offset != -1) return Errno{ESPIPE};

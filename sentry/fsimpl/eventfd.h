@@ -31,12 +31,14 @@ class EventfdDescription : public vfs::FileDescription {
   EventMask Readiness(EventMask mask) override;
   WaitQueue* wait_queue() override { return &wq_; }
   std::string AnonName() const override { return "anon_inode:[eventfd]"; }
+  std::string FdInfo() override;
 
   uint64_t count() const { return count_; }
 
  private:
   uint64_t count_;
   bool semaphore_;
+  uint32_t id_;  // eventfd-id in fdinfo
   WaitQueue wq_;
 };
 

@@ -116,6 +116,9 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
 
   // Name for /proc/PID/fd links and strace when the path is empty ("pipe:[123]").
   virtual std::string AnonName() const { return "anon_inode:[unknown]"; }
+  // Type-specific lines of /proc/PID/fdinfo/N after pos/flags/mnt_id/ino
+  // ("eventfd-count: ...", epoll's "tfd: ..."). Default: none.
+  virtual std::string FdInfo() { return ""; }
 
  protected:
   // lseek for files with a size: SEEK_SET/CUR/END and SEEK_DATA/SEEK_HOLE treating the

@@ -97,6 +97,24 @@ TEST(EpollCreate1, ProcFdNameAndReadIsEinval) {
   EXPECT_ERRNO(write(ep.get(), &c, 1), EINVAL);
 }
 
+TEST(EpollCreate1, FdinfoListsTheItems) {
+  ScopedFd ep(epoll_create1(0));
+  Pipe p;
+  ASSERT_SYS_OK(Add(ep.get(), p.r.get(), EPOLLIN | EPOLLET, 0x5a));
+  std::string path = "/proc/self/fdinfo/" + std::to_string(ep.get());
+  FILE* f = fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string info;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), f)) info += buf;
+  fclose(f);
+  // ERR and HUP are part of every item's events; the inode/device numbers differ.
+  char want[128];
+  snprintf(want, sizeof(want),
+           "tfd: %8d events: 80000019 data:               5a  pos:0 ino:", p.r.get());
+  EXPECT_NE(info.find(want), std::string::npos) << info;
+}
+
 TEST(EpollCtl, BadDescriptorsAndNonEpollAreRefused) {
   ScopedFd ep(epoll_create1(0));
   Pipe p;

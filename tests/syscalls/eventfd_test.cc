@@ -176,6 +176,26 @@ TEST(Eventfd, ProcFdNameAndStat) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+std::string ReadFdinfo(int fd) {
+  std::string path = "/proc/self/fdinfo/" + std::to_string(fd);
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), f)) out += buf;
+  fclose(f);
+  return out;
+}
+
+TEST(Eventfd, FdinfoShowsCountAndMode) {
+  ScopedFd fd(eventfd(0x2a, EFD_SEMAPHORE));
+  std::string info = ReadFdinfo(fd.get());
+  EXPECT_NE(info.find("\neventfd-count:               2a\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("\neventfd-id: "), std::string::npos) << info;
+  EXPECT_NE(info.find("\neventfd-semaphore: 1\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("flags:\t02\n"), std::string::npos) << info;
+}
+
 TEST(Eventfd, BlockingReadWokenByForkedChildWrite) {
   ScopedFd fd(eventfd(0, 0));
   int efd = fd.get();
