@@ -34,6 +34,9 @@ SysResult<size_t> Pipe::Read(absl::Span<const iovec> dst) {
     if (writers_ == 0) return size_t{0};
     return Errno{EAGAIN};
   }
+  // Like Linux, writers hear about a read only if the pipe was full (not writable): with
+  // a page free no writer can be blocked, and edge-triggered epoll sees no new edge.
+  const bool was_full = (WriterReadiness(kWritable) & kWritable) == 0;
   size_t done = 0;
   for (const iovec& v : dst) {
     size_t off = 0;
@@ -49,7 +52,7 @@ SysResult<size_t> Pipe::Read(absl::Span<const iovec> dst) {
     if (size_ == 0) break;
   }
   if (size_ == 0) head_ = 0;
-  wq_.Notify(kWritable);
+  if (was_full) wq_.Notify(kWritable);
   return done;
 }
 

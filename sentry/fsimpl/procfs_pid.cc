@@ -260,7 +260,8 @@ InodePtr NewFdDir(std::shared_ptr<vfs::Filesystem> fs, Kernel& k, int32_t tgid, 
       if (a.ok()) ino = a->ino;
       uint64_t mnt = cur.file->path().mount ? cur.file->path().mount->id() : 0;
       return absl::StrFormat("pos:\t%d\nflags:\t0%o\nmnt_id:\t%d\nino:\t%u\n", cur.file->offset(),
-                             flags, mnt, ino);
+                             flags, mnt, ino) +
+             cur.file->FdInfo();
     });
   };
   auto list = [=]() -> SysResult<std::vector<vfs::DirEntry>> {

@@ -7,7 +7,18 @@
 
 namespace usentry::sentry {
 
-WaitQueue::~WaitQueue() = default;
+void Waiter::Notify(EventMask) {
+  set_notified();
+  task_->cv.Signal();
+}
+
+WaitQueue::~WaitQueue() {
+  // Only callback waiters can outlive their queue (task waiters are scoped to a syscall
+  // that holds a reference to the queue's owner).
+  std::vector<Entry> left;
+  left.swap(entries_);
+  for (const Entry& e : left) e.waiter->QueueDestroyed(this);
+}
 
 void WaitQueue::Add(Waiter* w, EventMask mask) { entries_.push_back({w, mask}); }
 
@@ -18,10 +29,10 @@ void WaitQueue::Remove(Waiter* w) {
 }
 
 void WaitQueue::Notify(EventMask events) {
-  for (const Entry& e : entries_) {
-    if ((e.mask & events) == 0) continue;
-    e.waiter->set_notified();
-    e.waiter->task()->cv.Signal();
+  // By index: a callback may cause registrations on this queue elsewhere (push_back).
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    EventMask hit = entries_[i].mask & events;
+    if (hit != 0) entries_[i].waiter->Notify(hit);
   }
 }
 

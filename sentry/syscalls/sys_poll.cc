@@ -121,9 +121,11 @@ Result WriteBackRemaining(Task& task, mm::GuestAddr addr, std::optional<absl::Ti
   return r;
 }
 
-// ppoll/pselect6: installs the temporary mask; the saved one is restored by signal
-// delivery if we are interrupted, or right here otherwise (Linux's
-// restore_saved_sigmask_unless).
+}  // namespace
+
+// ppoll/pselect6 (and epoll_pwait): installs the temporary mask; the saved one is
+// restored by signal delivery if we are interrupted, or by the caller otherwise
+// (Linux's restore_saved_sigmask_unless).
 SysStatus SwapInMask(Task& task, mm::GuestAddr mask_addr, uint64_t size) {
   if (mask_addr.IsNull()) return SysOk();
   if (size != sizeof(uint64_t)) return Errno{EINVAL};
@@ -133,6 +135,8 @@ SysStatus SwapInMask(Task& task, mm::GuestAddr mask_addr, uint64_t size) {
   task.sig->mask = mask & ~kUnblockable;
   return SysOk();
 }
+
+namespace {
 
 void RestoreMaskUnlessInterrupted(Task& task, mm::GuestAddr mask_addr, const SysResult<int>& r) {
   if (mask_addr.IsNull() || !task.sig->has_saved_mask) return;

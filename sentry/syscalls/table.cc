@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "sentry/syscalls/sys_epoll.h"
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_info.h"
 #include "sentry/syscalls/sys_mm.h"
@@ -285,7 +286,7 @@ constexpr SyscallInfo kTable[] = {
     {210, "io_cancel", nullptr, Support::kUnimplemented, "", ""},
     {211, "get_thread_area", nullptr, Support::kUnimplemented, "", ""},
     {212, "lookup_dcookie", nullptr, Support::kUnimplemented, "", ""},
-    {213, "epoll_create", nullptr, Support::kUnimplemented, "", ""},
+    {213, "epoll_create", SysEpollCreate, Support::kFull, "", "d"},
     {214, "epoll_ctl_old", nullptr, Support::kUnimplemented, "", ""},
     {215, "epoll_wait_old", nullptr, Support::kUnimplemented, "", ""},
     {216, "remap_file_pages", nullptr, Support::kUnimplemented, "", ""},
@@ -305,8 +306,9 @@ constexpr SyscallInfo kTable[] = {
     {229, "clock_getres", SysClockGetres, Support::kFull, "", "dp"},
     {230, "clock_nanosleep", SysClockNanosleep, Support::kFull, "", "ddpp"},
     {231, "exit_group", SysExitGroup, Support::kFull, "", "d"},
-    {232, "epoll_wait", nullptr, Support::kUnimplemented, "", ""},
-    {233, "epoll_ctl", nullptr, Support::kUnimplemented, "", ""},
+    {232, "epoll_wait", SysEpollWait, Support::kFull, "", "fpdd"},
+    {233, "epoll_ctl", SysEpollCtl, Support::kPartial,
+     "EPOLLEXCLUSIVE accepted but wakes every waiter", "fdfp"},
     {234, "tgkill", SysTgkill, Support::kFull, "", "ddS"},
     {235, "utimes", SysUtimes, Support::kFull, "", ""},
     {236, "vserver", nullptr, Support::kUnimplemented, "", ""},
@@ -363,10 +365,10 @@ constexpr SyscallInfo kTable[] = {
      "a copy (writev/readv on the pipe), pages are never gifted", "fpux"},
     {279, "move_pages", nullptr, Support::kUnimplemented, "", ""},
     {280, "utimensat", SysUtimensat, Support::kFull, "", "fspx"},
-    {281, "epoll_pwait", nullptr, Support::kUnimplemented, "", ""},
+    {281, "epoll_pwait", SysEpollPwait, Support::kFull, "", "fpddpu"},
     {282, "signalfd", nullptr, Support::kUnimplemented, "", ""},
     {283, "timerfd_create", nullptr, Support::kUnimplemented, "", ""},
-    {284, "eventfd", nullptr, Support::kUnimplemented, "", ""},
+    {284, "eventfd", SysEventfd, Support::kFull, "", "u"},
     {285, "fallocate", SysFallocate, Support::kPartial,
      "no block reservation; PUNCH_HOLE/ZERO_RANGE write zeros; COLLAPSE/INSERT/UNSHARE EOPNOTSUPP",
      "fxdd"},
@@ -374,8 +376,8 @@ constexpr SyscallInfo kTable[] = {
     {287, "timerfd_gettime", nullptr, Support::kUnimplemented, "", ""},
     {288, "accept4", nullptr, Support::kUnimplemented, "", ""},
     {289, "signalfd4", nullptr, Support::kUnimplemented, "", ""},
-    {290, "eventfd2", nullptr, Support::kUnimplemented, "", ""},
-    {291, "epoll_create1", nullptr, Support::kUnimplemented, "", ""},
+    {290, "eventfd2", SysEventfd2, Support::kFull, "", "ux"},
+    {291, "epoll_create1", SysEpollCreate1, Support::kFull, "", "x"},
     {292, "dup3", SysDup3, Support::kFull, "", "ffo"},
     {293, "pipe2", SysPipe2, Support::kPartial, "O_DIRECT (packet mode) is EINVAL", "po"},
     {294, "inotify_init1", nullptr, Support::kUnimplemented, "", ""},
@@ -446,7 +448,7 @@ constexpr SyscallInfo kTable[] = {
     {438, "pidfd_getfd", nullptr, Support::kUnimplemented, "", ""},
     {439, "faccessat2", SysFaccessat2, Support::kFull, "", "fsox"},
     {440, "process_madvise", nullptr, Support::kUnimplemented, "", ""},
-    {441, "epoll_pwait2", nullptr, Support::kUnimplemented, "", ""},
+    {441, "epoll_pwait2", SysEpollPwait2, Support::kFull, "", "fpdppu"},
     {442, "mount_setattr", nullptr, Support::kUnimplemented, "", ""},
     {443, "quotactl_fd", nullptr, Support::kUnimplemented, "", ""},
     {444, "landlock_create_ruleset", nullptr, Support::kUnimplemented, "", ""},

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "sentry/vfs/vfs.h"
@@ -15,7 +16,16 @@ FileDescription::FileDescription(Path path, int flags)
     : path_(std::move(path)),
       flags_(flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC)) {}
 
-FileDescription::~FileDescription() = default;
+FileDescription::~FileDescription() {
+  std::vector<ReleaseWatcher*> watchers;
+  watchers.swap(release_watchers_);
+  for (ReleaseWatcher* w : watchers) w->DescriptionReleased(this);
+}
+
+void FileDescription::RemoveReleaseWatcher(ReleaseWatcher* w) {
+  auto it = std::find(release_watchers_.begin(), release_watchers_.end(), w);
+  if (it != release_watchers_.end()) release_watchers_.erase(it);
+}
 
 SysStatus FileDescription::SetStatusFlags(int flags) {
   flags_ = (flags_ & ~kSettableStatusFlags) | (flags & kSettableStatusFlags);

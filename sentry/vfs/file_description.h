@@ -80,10 +80,29 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
 
   // --- readiness ---
   // Events currently true among `mask` (POLLIN/POLLOUT/...). Default: always readable and
-  // writable as the access mode allows (regular files).
+  // writable as the access mode allows (regular files). POLLERR/POLLHUP may be reported
+  // even when not in `mask`.
   virtual EventMask Readiness(EventMask mask);
-  // Where waiters register for readiness changes; null = never blocks.
+  // Where waiters register for readiness changes; null = never blocks. A file with a
+  // queue is "pollable" (epoll_ctl accepts it; null gives EPERM like Linux files without
+  // a poll op). Contract for files with a queue: Notify it with the changed bits on
+  // every readiness change, including each new arrival of data on an already-readable
+  // file (edge-triggered epoll reports those), and when a peer closes (HUP/ERR).
+  // Readiness() must be cheap and must not block.
   virtual WaitQueue* wait_queue() { return nullptr; }
+
+  // Objects that point at this description without owning it (epoll interest items)
+  // and must forget it when it is released. Called from ~FileDescription, after the
+  // subclass is destroyed: a watcher must not call back into the description.
+  class ReleaseWatcher {
+   public:
+    virtual void DescriptionReleased(FileDescription* file) = 0;
+
+   protected:
+    ~ReleaseWatcher() = default;
+  };
+  void AddReleaseWatcher(ReleaseWatcher* w) { release_watchers_.push_back(w); }
+  void RemoveReleaseWatcher(ReleaseWatcher* w);
 
   // --- mmap ---
   // Fills opts.fill/name/dev/ino/file_ref/max_prot for a mapping of this file.
@@ -97,6 +116,9 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
 
   // Name for /proc/PID/fd links and strace when the path is empty ("pipe:[123]").
   virtual std::string AnonName() const { return "anon_inode:[unknown]"; }
+  // Type-specific lines of /proc/PID/fdinfo/N after pos/flags/mnt_id/ino
+  // ("eventfd-count: ...", epoll's "tfd: ..."). Default: none.
+  virtual std::string FdInfo() { return ""; }
 
  protected:
   // lseek for files with a size: SEEK_SET/CUR/END and SEEK_DATA/SEEK_HOLE treating the
@@ -108,6 +130,9 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
   Path path_;
   int flags_;
   int64_t offset_ = 0;
+
+ private:
+  std::vector<ReleaseWatcher*> release_watchers_;
 };
 
 // Generic directory description over Inode::ReadDir: "." and ".." first, a snapshot of

@@ -200,6 +200,47 @@ shutil.rmtree(d)
 
 TEST_P(CompatTest, PythonSendfileMemfdFallocate) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kEverydayScript});
+// selectors.DefaultSelector is epoll on Linux: pipes level-triggered, a child process
+// writing later, os.eventfd in semaphore and counter modes, selector unregister.
+constexpr char kEpollScript[] = R"py(
+import os, selectors, time
+sel = selectors.DefaultSelector()
+print(type(sel).__name__)
+r, w = os.pipe()
+sel.register(r, selectors.EVENT_READ, "pipe")
+print(sel.select(0))
+os.write(w, b"hello")
+print([(k.data, ev) for k, ev in sel.select(1)])
+print([(k.data, ev) for k, ev in sel.select(0)])
+print(os.read(r, 100))
+print(sel.select(0.05))
+efd = os.eventfd(0, os.EFD_SEMAPHORE | os.EFD_NONBLOCK)
+sel.register(efd, selectors.EVENT_READ | selectors.EVENT_WRITE, "efd")
+print(sorted((k.data, ev) for k, ev in sel.select(0)))
+os.eventfd_write(efd, 3)
+print(sorted((k.data, ev) for k, ev in sel.select(0)))
+print([os.eventfd_read(efd) for _ in range(3)])
+try:
+    os.eventfd_read(efd)
+except BlockingIOError:
+    print("EAGAIN")
+sel.unregister(efd)
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.1)
+    os.write(w, b"from child")
+    os._exit(0)
+print([(k.data, ev) for k, ev in sel.select(5)])
+print(os.read(r, 100))
+os.waitpid(pid, 0)
+print(sorted(k.data for k in sel.get_map().values()))
+sel.close()
+c = os.eventfd(7)
+print(os.eventfd_read(c), os.readlink("/proc/self/fd/%d" % c))
+)py";
+
+TEST_P(CompatTest, PythonSelectorsEpollAndEventfd) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kEpollScript});
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
