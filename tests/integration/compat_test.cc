@@ -200,6 +200,8 @@ shutil.rmtree(d)
 
 TEST_P(CompatTest, PythonSendfileMemfdFallocate) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kEverydayScript});
+}
+
 // selectors.DefaultSelector is epoll on Linux: pipes level-triggered, a child process
 // writing later, os.eventfd in semaphore and counter modes, selector unregister.
 constexpr char kEpollScript[] = R"py(
