@@ -100,6 +100,16 @@ class Platform {
   // Whether tasks on different host threads may run in one AddressSpace (see the
   // threading contract above). vfork children share their parent's only where true.
   virtual bool SharedAddressSpaces() const { return false; }
+  // The Context of a new app thread (clone with CLONE_VM) that will run in `as`, where
+  // `parent` (the caller's Context) last switched and is stopped now. Called on the
+  // parent's host thread; the result is then switched by the new task's own host
+  // thread. Only where SharedAddressSpaces(). ptrace creates the stub thread here.
+  virtual absl::StatusOr<std::unique_ptr<Context>> NewThreadContext(AddressSpace& as,
+                                                                    Context& parent) {
+    (void)as;
+    (void)parent;
+    return NewContext();
+  }
 };
 
 // Memory file handed to the platform: every page of app memory lives in this memfd.
