@@ -50,7 +50,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
                            .parent_pid = getpid(),
                            .filter = &prog,
                            .entry = stub.entry,
-                           .trace_me = true};
+                           .trace_me = true,
+                           .death_signal = false};
 
   // A raw clone rather than fork(): no atfork handlers run in this multi-threaded
   // process, and the child only makes raw syscalls before leaving sentry code.

@@ -313,6 +313,8 @@ TEST(ThreadExit, ThreadExitLeavesTheProcessRunning) {
   void* ret;
   ASSERT_EQ(pthread_join(th, &ret), 0);
   EXPECT_EQ(reinterpret_cast<intptr_t>(ret), 5);
+  // Detached threads of earlier cases may take a moment to be gone.
+  for (int i = 0; i < 2000 && CountTasks() != 1; i++) usleep(1000);
   EXPECT_EQ(CountTasks(), 1);
 }
 
@@ -763,11 +765,13 @@ TEST(ThreadProc, TaskDirectoryListsEveryThread) {
   std::vector<pthread_t> ths;
   for (int i = 0; i < 3; i++) ths.push_back(Spawn(&body));
   while (started.load() < 3) usleep(100);
+  for (int i = 0; i < 2000 && CountTasks() != 4; i++) usleep(1000);
   EXPECT_EQ(CountTasks(), 4);
   std::string status = ReadFile("/proc/self/status");
   EXPECT_NE(status.find("Threads:\t4\n"), std::string::npos) << status;
   stop = true;
   for (auto& th : ths) pthread_join(th, nullptr);
+  for (int i = 0; i < 2000 && CountTasks() != 1; i++) usleep(1000);
   EXPECT_EQ(CountTasks(), 1);
 }
 
