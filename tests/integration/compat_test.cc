@@ -150,9 +150,6 @@ print(os.waitpid(pid, 0)[1])
 )py";
 
 TEST_P(CompatTest, PosixSpawnSharesTheParentsMemory) {
-  if (GetParam() == "ptrace") {
-    GTEST_SKIP() << "ptrace runs vfork children in a copy of the address space (documented)";
-  }
   ExpectSameAsNative({"/usr/bin/python3", "-c", kSpawnScript});
 }
 
