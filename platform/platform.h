@@ -9,7 +9,10 @@
 // task goroutine-equivalent that owns them. Only Context::Interrupt may be called from
 // any thread. A platform whose SharedAddressSpaces() is true lifts that restriction:
 // Contexts owned by other host threads may Switch into (and mm operations may be made
-// on) an AddressSpace concurrently.
+// on) an AddressSpace concurrently, provided each such Context was made with
+// NewThreadContext (or is the AddressSpace creator's) and mm operations come from a
+// host thread whose Context has switched into it (ptrace injects them into that
+// thread's own stub thread). A Context is destroyed on the host thread that switches it.
 #ifndef USENTRY_PLATFORM_PLATFORM_H_
 #define USENTRY_PLATFORM_PLATFORM_H_
 

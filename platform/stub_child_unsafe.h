@@ -37,7 +37,7 @@ struct StubChildArgs {
   // the process's other threads; PTRACE_O_EXITKILL on every stub thread ties the stub
   // to its tracers instead.
   bool death_signal = true;
-  bool drop_caps = false;        // capset to nothing (a stub that may make syscalls)
+  bool drop_caps = false;  // capset to nothing (a stub that may make syscalls)
   // Signal handler in stub code for every signal in handled_mask (bit sig-1), with
   // SA_SIGINFO|SA_ONSTACK|SA_RESTORER and all of handled_mask blocked while it runs.
   // 0: every signal keeps its default action.

@@ -99,7 +99,7 @@ absl::Status PtraceAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t o
   ASSIGN_OR_RETURN(
       const int64_t rax,
       sp->Inject(SYS_mmap, {addr, len, static_cast<uint64_t>(prot), MAP_SHARED | MAP_FIXED,
-                             static_cast<uint64_t>(sp->memory_fd()), offset}));
+                            static_cast<uint64_t>(sp->memory_fd()), offset}));
   if (IsLinuxErrno(rax)) return ErrnoStatus(describe(), static_cast<int>(-rax));
   if (static_cast<uint64_t>(rax) != addr) {
     return absl::InternalError(absl::StrFormat("%s returned 0x%x", describe(), rax));

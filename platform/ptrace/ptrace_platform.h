@@ -71,7 +71,7 @@ inline constexpr int kInterruptSignal = SIGCHLD;
 struct StubThreads {
   std::mutex mu;
   std::map<pid_t, Subprocess*> by_tracer ABSL_GUARDED_BY(mu);  // tracer tid -> its thread
-  int pending ABSL_GUARDED_BY(mu) = 0;  // threads cloned and not adopted yet
+  int pending ABSL_GUARDED_BY(mu) = 0;                         // threads cloned and not adopted yet
   bool dead ABSL_GUARDED_BY(mu) = false;  // the AddressSpace (and process) is gone
 };
 

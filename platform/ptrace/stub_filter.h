@@ -23,8 +23,8 @@ inline constexpr uint32_t kStubThreadCloneFlags =
 // Policy: SECCOMP_RET_KILL_PROCESS for a non-x86-64 arch, for any x32 syscall
 // (nr & __X32_SYSCALL_BIT), and for any syscall whose instruction pointer is outside
 // the stub page; from inside the page only mmap, munmap, mprotect, exit, exit_group,
-// getpid, kill and clone with exactly kStubThreadCloneFlags are allowed (what the stub's startup code and the sentry's injected
-// calls use). Everything else is killed.
+// getpid, kill and clone with exactly kStubThreadCloneFlags are allowed (what the stub's startup
+// code and the sentry's injected calls use). Everything else is killed.
 //
 // Why this is enough with PTRACE_SYSEMU: app code only ever runs while the sentry
 // resumes the stub with PTRACE_SYSEMU. On syscall entry the kernel reports a

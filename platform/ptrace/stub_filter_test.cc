@@ -52,9 +52,9 @@ TEST_P(StubFilterTest, AllowsOnlyTheThreadCloneFromTheStubPage) {
   seccomp_data d = Call(SYS_clone, stub + 0x42);
   d.args[0] = kStubThreadCloneFlags;
   EXPECT_EQ(bpf::EvaluateSeccomp(*f, d), SECCOMP_RET_ALLOW);
-  for (uint64_t flags : {uint64_t{SIGCHLD}, uint64_t{kStubThreadCloneFlags | CLONE_NEWUSER},
-                         uint64_t{kStubThreadCloneFlags} | (uint64_t{1} << 32),
-                         uint64_t{CLONE_VM | CLONE_VFORK}}) {
+  for (uint64_t flags :
+       {uint64_t{SIGCHLD}, uint64_t{kStubThreadCloneFlags | CLONE_NEWUSER},
+        uint64_t{kStubThreadCloneFlags} | (uint64_t{1} << 32), uint64_t{CLONE_VM | CLONE_VFORK}}) {
     d.args[0] = flags;
     EXPECT_EQ(bpf::EvaluateSeccomp(*f, d), SECCOMP_RET_KILL_PROCESS) << std::hex << flags;
   }

@@ -126,8 +126,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Adopt(const Subprocess& 
   // EXITKILL as for the first thread: if this tracer dies, the stub must not run on.
   const long options = PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
   if (::ptrace(PTRACE_SEIZE, tid, 0, options) != 0) {
-    return ErrnoStatus(absl::StrFormat("ptrace(PTRACE_SEIZE, tid=%d of stub pid=%d)", tid,
-                                       process.tgid_));
+    return ErrnoStatus(
+        absl::StrFormat("ptrace(PTRACE_SEIZE, tid=%d of stub pid=%d)", tid, process.tgid_));
   }
   if (::ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) {
     return ErrnoStatus(absl::StrFormat("ptrace(PTRACE_INTERRUPT, tid=%d)", tid));
@@ -147,9 +147,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Adopt(const Subprocess& 
 }
 
 absl::StatusOr<pid_t> Subprocess::CloneThread() {
-  ASSIGN_OR_RETURN(const int64_t rax,
-                   InjectAt(stub_.clone_site, stub_.clone_trap_rip, SYS_clone,
-                            {kStubThreadCloneFlags, 0, 0, 0, 0, 0}, 0));
+  ASSIGN_OR_RETURN(const int64_t rax, InjectAt(stub_.clone_site, stub_.clone_trap_rip, SYS_clone,
+                                               {kStubThreadCloneFlags, 0, 0, 0, 0, 0}, 0));
   if (rax < 0) {
     return ErrnoStatus(absl::StrFormat("clone(app thread) in stub pid=%d", tgid_),
                        static_cast<int>(-rax));

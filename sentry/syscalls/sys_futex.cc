@@ -41,11 +41,21 @@ SysResult<uint32_t> ApplyWakeOp(Task& t, mm::GuestAddr addr2, uint32_t encoded) 
   while (true) {
     uint32_t next = 0;
     switch (op) {
-      case FUTEX_OP_SET: next = arg; break;
-      case FUTEX_OP_ADD: next = old + arg; break;
-      case FUTEX_OP_OR: next = old | arg; break;
-      case FUTEX_OP_ANDN: next = old & ~arg; break;
-      case FUTEX_OP_XOR: next = old ^ arg; break;
+      case FUTEX_OP_SET:
+        next = arg;
+        break;
+      case FUTEX_OP_ADD:
+        next = old + arg;
+        break;
+      case FUTEX_OP_OR:
+        next = old | arg;
+        break;
+      case FUTEX_OP_ANDN:
+        next = old & ~arg;
+        break;
+      case FUTEX_OP_XOR:
+        next = old ^ arg;
+        break;
     }
     if (ref.compare_exchange_weak(old, next)) return old;
   }
@@ -56,13 +66,20 @@ SysResult<bool> WakeOpCompare(uint32_t old, uint32_t encoded) {
   int32_t cmparg = static_cast<int32_t>(encoded << 20) >> 20;
   int32_t o = static_cast<int32_t>(old);
   switch (cmp) {
-    case FUTEX_OP_CMP_EQ: return o == cmparg;
-    case FUTEX_OP_CMP_NE: return o != cmparg;
-    case FUTEX_OP_CMP_LT: return o < cmparg;
-    case FUTEX_OP_CMP_LE: return o <= cmparg;
-    case FUTEX_OP_CMP_GT: return o > cmparg;
-    case FUTEX_OP_CMP_GE: return o >= cmparg;
-    default: return Errno{ENOSYS};
+    case FUTEX_OP_CMP_EQ:
+      return o == cmparg;
+    case FUTEX_OP_CMP_NE:
+      return o != cmparg;
+    case FUTEX_OP_CMP_LT:
+      return o < cmparg;
+    case FUTEX_OP_CMP_LE:
+      return o <= cmparg;
+    case FUTEX_OP_CMP_GT:
+      return o > cmparg;
+    case FUTEX_OP_CMP_GE:
+      return o >= cmparg;
+    default:
+      return Errno{ENOSYS};
   }
 }
 
@@ -76,8 +93,7 @@ SyscallResult SysFutex(Task& t, const SyscallArgs& a) {
   bool realtime = a.i32(1) & FUTEX_CLOCK_REALTIME;
   uint32_t val = a.u32(2);
   if (addr.value() % 4 != 0) return Errno{EINVAL};
-  if (realtime && op != FUTEX_WAIT_BITSET && op != FUTEX_WAIT_REQUEUE_PI &&
-      op != FUTEX_LOCK_PI2) {
+  if (realtime && op != FUTEX_WAIT_BITSET && op != FUTEX_WAIT_REQUEUE_PI && op != FUTEX_LOCK_PI2) {
     return Errno{ENOSYS};
   }
   FutexTable::Key key{&t.mm(), addr.value()};

@@ -86,8 +86,9 @@ TEST(Thread, CreateJoinReturnsTheThreadsResult) {
   pthread_t th;
   ASSERT_EQ(pthread_create(
                 &th, nullptr,
-                [](void* arg) -> void* { return reinterpret_cast<void*>(
-                                             reinterpret_cast<intptr_t>(arg) * 2); },
+                [](void* arg) -> void* {
+                  return reinterpret_cast<void*>(reinterpret_cast<intptr_t>(arg) * 2);
+                },
                 reinterpret_cast<void*>(21)),
             0);
   void* ret = nullptr;
@@ -301,15 +302,36 @@ TEST(Thread, CloneThreadWithoutSighandIsEinval) {
   EXPECT_EQ(errno, EINVAL);
 }
 
+// CLONE_VM without CLONE_THREAD: a separate process (own PID, waited for with waitpid)
+// whose writes land in the parent's memory.
+TEST(Thread, CloneVmProcessSharesMemory) {
+  static std::atomic<int> shared{0};
+  shared = 0;
+  std::vector<char> stack(64 * 1024);
+  pid_t pid = clone(
+      [](void*) -> int {
+        shared = 1234;  // no libc calls: the child shares the parent's TLS
+        return 7;
+      },
+      stack.data() + stack.size(), CLONE_VM | SIGCHLD, nullptr);
+  ASSERT_GT(pid, 0) << strerror(errno);
+  EXPECT_NE(pid, getpid());
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+  EXPECT_EQ(shared.load(), 1234);
+}
+
 // ---------------------------------------------------------------------------
 // Exit
 
 TEST(ThreadExit, ThreadExitLeavesTheProcessRunning) {
   pthread_t th;
-  ASSERT_EQ(pthread_create(
-                &th, nullptr, [](void*) -> void* { pthread_exit(reinterpret_cast<void*>(5)); },
-                nullptr),
-            0);
+  ASSERT_EQ(
+      pthread_create(
+          &th, nullptr, [](void*) -> void* { pthread_exit(reinterpret_cast<void*>(5)); }, nullptr),
+      0);
   void* ret;
   ASSERT_EQ(pthread_join(th, &ret), 0);
   EXPECT_EQ(reinterpret_cast<intptr_t>(ret), 5);
@@ -790,14 +812,13 @@ TEST(ThreadProc, PerThreadNamesShowInTaskComm) {
   };
   pthread_t th = Spawn(&body);
   while (tid.load() == 0) usleep(100);
-  std::string comm =
-      ReadFile("/proc/self/task/" + std::to_string(tid.load()) + "/comm");
+  std::string comm = ReadFile("/proc/self/task/" + std::to_string(tid.load()) + "/comm");
   EXPECT_EQ(comm, "worker-one\n");
   struct stat st;
-  EXPECT_EQ(stat(("/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(tid.load()))
-                     .c_str(),
-                 &st),
-            0);
+  EXPECT_EQ(
+      stat(("/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(tid.load())).c_str(),
+           &st),
+      0);
   char now[16] = {};
   ASSERT_SYS_OK(prctl(PR_GET_NAME, now));
   EXPECT_STREQ(now, main_name);  // main's own name is unchanged
