@@ -82,7 +82,11 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   if (share_mm && child_mm->address_space() && parent.ctx) {
     auto ctx = k.platform().NewThreadContext(*child_mm->address_space(), *parent.ctx);
     if (!ctx.ok()) {
-      fprintf(stderr, "usentry: clone: %s\n", ctx.status().ToString().c_str());
+      // Out of stub threads is the app's EAGAIN (a thread limit); anything else is a
+      // platform failure worth a line on stderr.
+      if (!absl::IsResourceExhausted(ctx.status())) {
+        fprintf(stderr, "usentry: clone: %s\n", ctx.status().ToString().c_str());
+      }
       return Errno{EAGAIN};
     }
     child_ctx = std::move(ctx).value();

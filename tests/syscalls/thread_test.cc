@@ -258,6 +258,55 @@ TEST(Thread, DetachedThreadsFinish) {
   EXPECT_EQ(finished.load(), 8);
 }
 
+// Many threads alive at once: each creation succeeds or fails cleanly with EAGAIN (a
+// thread limit), and the process goes on either way.
+TEST(Thread, HundredLiveThreadsOrACleanEagain) {
+  static int release[2];  // the threads sleep in read() until the write end closes
+  static std::atomic<int> running{0};
+  ASSERT_SYS_OK(pipe(release));
+  running = 0;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  std::vector<pthread_t> ths;
+  int eagain = 0;
+  for (int i = 0; i < 100; i++) {
+    pthread_t th;
+    int rc = pthread_create(
+        &th, &attr,
+        [](void*) -> void* {
+          running++;
+          char c;
+          (void)read(release[0], &c, 1);
+          return nullptr;
+        },
+        nullptr);
+    if (rc == 0) {
+      ths.push_back(th);
+    } else {
+      ASSERT_EQ(rc, EAGAIN);
+      eagain++;
+    }
+  }
+  pthread_attr_destroy(&attr);
+  EXPECT_GE(ths.size(), 32u);
+  for (int i = 0; i < 50000 && running.load() < static_cast<int>(ths.size()); i++) usleep(100);
+  EXPECT_EQ(running.load(), static_cast<int>(ths.size()));
+  close(release[1]);
+  for (auto& th : ths) ASSERT_EQ(pthread_join(th, nullptr), 0);
+  close(release[0]);
+  // Once they are gone, creating threads works again (a limit frees up promptly).
+  pthread_t th;
+  int rc = EAGAIN;
+  for (int i = 0; i < 1000 && rc == EAGAIN; i++) {
+    rc = pthread_create(
+        &th, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
+    if (rc == EAGAIN) usleep(1000);
+  }
+  ASSERT_EQ(rc, 0);
+  pthread_join(th, nullptr);
+}
+
 // Raw clone: CLONE_PARENT_SETTID stores the tid, CLONE_CHILD_CLEARTID zeroes it and
 // futex-wakes it when the thread exits (what pthread_join sleeps on).
 TEST(Thread, RawCloneSetsAndClearsTheTidWord) {
