@@ -631,6 +631,48 @@ TEST(ThreadSignal, NewThreadInheritsTheCreatorsMask) {
   EXPECT_EQ(reinterpret_cast<intptr_t>(ret), 1);
 }
 
+std::atomic<uintptr_t> g_handler_sp{0};
+void RecordStack(int) {
+  int local;
+  g_handler_sp = reinterpret_cast<uintptr_t>(&local);
+}
+
+TEST(ThreadSignal, AlternateStackIsPerThreadAndNotInherited) {
+  struct sigaction sa {};
+  sa.sa_handler = RecordStack;
+  sa.sa_flags = SA_ONSTACK;
+  ASSERT_SYS_OK(sigaction(SIGUSR1, &sa, nullptr));
+  static std::vector<char> alt(64 * 1024);
+  stack_t ss{};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  ASSERT_SYS_OK(sigaltstack(&ss, nullptr));  // main's
+  auto body = []() -> void* {
+    stack_t cur{};
+    sigaltstack(nullptr, &cur);
+    // A new thread starts without the creator's alternate stack.
+    bool inherited = !(cur.ss_flags & SS_DISABLE);
+    g_handler_sp = 0;
+    raise(SIGUSR1);  // handled on this thread's normal stack
+    uintptr_t sp = g_handler_sp.load();
+    bool on_alt = sp >= reinterpret_cast<uintptr_t>(alt.data()) &&
+                  sp < reinterpret_cast<uintptr_t>(alt.data() + alt.size());
+    return reinterpret_cast<void*>(static_cast<intptr_t>((inherited ? 1 : 0) | (on_alt ? 2 : 0)));
+  };
+  pthread_t th = Spawn(&body);
+  void* ret;
+  ASSERT_EQ(pthread_join(th, &ret), 0);
+  EXPECT_EQ(reinterpret_cast<intptr_t>(ret), 0);
+  g_handler_sp = 0;
+  raise(SIGUSR1);  // main's handler runs on main's alternate stack
+  uintptr_t sp = g_handler_sp.load();
+  EXPECT_GE(sp, reinterpret_cast<uintptr_t>(alt.data()));
+  EXPECT_LT(sp, reinterpret_cast<uintptr_t>(alt.data() + alt.size()));
+  ss.ss_flags = SS_DISABLE;
+  ASSERT_SYS_OK(sigaltstack(&ss, nullptr));
+  signal(SIGUSR1, SIG_DFL);
+}
+
 // ---------------------------------------------------------------------------
 // Blocking across threads
 
