@@ -6,6 +6,29 @@
 
 namespace usentry::sentry {
 
+namespace {
+// The "address space" of keys of futexes in shared memory (see FutexKeyFor).
+constexpr char kSharedMemoryKeySpace = 0;
+}  // namespace
+
+SysResult<std::pair<const void*, uint64_t>> FutexKeyFor(const mm::MemoryManager& m,
+                                                        mm::GuestAddr addr, bool private_op) {
+  if (!private_op) {
+    const auto& vmas = m.vmas();
+    auto it = vmas.upper_bound(addr.value());
+    if (it != vmas.begin()) {
+      --it;
+      if (it->second.end > addr.value() && it->second.shared) {
+        ASSIGN_OR_RETURN_ERRNO(std::vector<iovec> spans, m.Translate(addr, 4, mm::Access::kRead));
+        if (spans.empty()) return Errno{EFAULT};
+        return std::pair<const void*, uint64_t>(&kSharedMemoryKeySpace,
+                                                reinterpret_cast<uint64_t>(spans[0].iov_base));
+      }
+    }
+  }
+  return std::pair<const void*, uint64_t>(&m, addr.value());
+}
+
 SysResult<uint32_t*> FutexWordPtr(const mm::MemoryManager& m, mm::GuestAddr addr) {
   if (addr.value() % 4 != 0) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(std::vector<iovec> spans, m.Translate(addr, 4, mm::Access::kWrite));

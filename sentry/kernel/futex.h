@@ -22,6 +22,14 @@ namespace mm {
 class MemoryManager;
 }
 
+// The key of the futex word at `addr` of `m`. A private futex (FUTEX_PRIVATE_FLAG), or a
+// shared one in private memory, is keyed by (address space, address), so the threads
+// of a process meet. A shared futex in a MAP_SHARED mapping is keyed by the page behind
+// it (its place in the memory file), so processes sharing the mapping meet, as on
+// Linux. EFAULT if `addr` is not mapped.
+SysResult<std::pair<const void*, uint64_t>> FutexKeyFor(const mm::MemoryManager& m,
+                                                        mm::GuestAddr addr, bool private_op);
+
 // The sentry's pointer to the aligned 32-bit futex word at `addr` (in the memory file
 // mapping), for atomic operations that must not race with app threads running at the
 // same time (FUTEX_WAKE_OP, robust-list cleanup). EFAULT if not accessible for writing.

@@ -104,7 +104,9 @@ void ReleaseRobustFutexes(Task& t) {
       if ((old & FUTEX_TID_MASK) != static_cast<uint32_t>(t.tid())) return;
     } while (!ref.compare_exchange_weak(old, (old & FUTEX_WAITERS) | FUTEX_OWNER_DIED));
     if (old & FUTEX_WAITERS) {
-      t.kernel().futexes().Wake({&m, word_addr}, 1, FUTEX_BITSET_MATCH_ANY);
+      // A shared wake, as Linux does: the mutex may be process-shared.
+      auto key = FutexKeyFor(m, mm::GuestAddr(word_addr), /*private_op=*/false);
+      if (key.ok()) t.kernel().futexes().Wake(*key, 1, FUTEX_BITSET_MATCH_ANY);
     }
   };
   uint64_t entry = reinterpret_cast<uint64_t>(head->list.next);
@@ -153,7 +155,8 @@ void TaskExited(Task& t) {
       mm::GuestAddr addr(t.clear_child_tid);
       uint32_t zero = 0;
       if (t.mm().CopyOut(addr, &zero, sizeof(zero)).ok()) {
-        k.futexes().Wake({&t.mm(), addr.value()}, 1, FUTEX_BITSET_MATCH_ANY);
+        auto key = FutexKeyFor(t.mm(), addr, /*private_op=*/false);  // a shared wake, as Linux
+        if (key.ok()) k.futexes().Wake(*key, 1, FUTEX_BITSET_MATCH_ANY);
       }
     }
   }

@@ -1,6 +1,7 @@
 // futex(2): WAIT/WAKE with bitsets and timeouts, REQUEUE/CMP_REQUEUE and WAKE_OP.
-// Futexes are keyed by (address space, address), so the threads of a process (which
-// share the address space) meet on private futexes. PI operations return ENOSYS.
+// Keys (FutexKeyFor): private futexes by (address space, address), so the threads of a
+// process meet; shared ones in MAP_SHARED memory by the page, so processes meet. PI
+// operations return ENOSYS.
 #include <linux/futex.h>
 
 #include <atomic>
@@ -96,7 +97,9 @@ SyscallResult SysFutex(Task& t, const SyscallArgs& a) {
   if (realtime && op != FUTEX_WAIT_BITSET && op != FUTEX_WAIT_REQUEUE_PI && op != FUTEX_LOCK_PI2) {
     return Errno{ENOSYS};
   }
-  FutexTable::Key key{&t.mm(), addr.value()};
+  const bool private_op = a.i32(1) & FUTEX_PRIVATE_FLAG;
+  auto key_of = [&](mm::GuestAddr at) { return FutexKeyFor(t.mm(), at, private_op); };
+  ASSIGN_OR_RETURN_ERRNO(FutexTable::Key key, key_of(addr));
   FutexTable& table = t.kernel().futexes();
   switch (op) {
     case FUTEX_WAIT:
@@ -127,7 +130,7 @@ SyscallResult SysFutex(Task& t, const SyscallArgs& a) {
         ASSIGN_OR_RETURN_ERRNO(uint32_t cur, t.mm().CopyInObj<uint32_t>(addr));
         if (cur != a.u32(5)) return Errno{EAGAIN};
       }
-      FutexTable::Key key2{&t.mm(), addr2.value()};
+      ASSIGN_OR_RETURN_ERRNO(FutexTable::Key key2, key_of(addr2));
       return static_cast<uint64_t>(table.Requeue(key, key2, Count(val), a.i32(3)));
     }
     case FUTEX_WAKE_OP: {
@@ -138,7 +141,7 @@ SyscallResult SysFutex(Task& t, const SyscallArgs& a) {
       int woken = table.Wake(key, Count(val), FUTEX_BITSET_MATCH_ANY);
       ASSIGN_OR_RETURN_ERRNO(bool cond, WakeOpCompare(old, encoded));
       if (cond) {
-        FutexTable::Key key2{&t.mm(), addr2.value()};
+        ASSIGN_OR_RETURN_ERRNO(FutexTable::Key key2, key_of(addr2));
         woken += table.Wake(key2, Count(a.u32(3)), FUTEX_BITSET_MATCH_ANY);
       }
       return static_cast<uint64_t>(woken);

@@ -261,8 +261,8 @@ constexpr SyscallInfo kTable[] = {
     {200, "tkill", SysTkill, Support::kFull, "", "dS"},
     {201, "time", SysTime, Support::kFull, "", "p"},
     {202, "futex", SysFutex, Support::kPartial,
-     "WAIT/WAKE(_BITSET), REQUEUE, CMP_REQUEUE, WAKE_OP within a process; shared futexes "
-     "between processes and PI ops ENOSYS",
+     "WAIT/WAKE(_BITSET), REQUEUE, CMP_REQUEUE, WAKE_OP; shared futexes meet across "
+     "processes in MAP_SHARED memory; PI ops ENOSYS",
      "pdxpxx"},
     {203, "sched_setaffinity", SysSchedSetaffinity, Support::kPartial, "accepted, not applied",
      "dup"},

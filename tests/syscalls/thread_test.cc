@@ -6,7 +6,9 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -803,6 +805,58 @@ TEST(Futex, WakeOpChangesTheSecondWordAndWakesItsWaiter) {
   op = FUTEX_OP(FUTEX_OP_ADD, 5, FUTEX_OP_CMP_GT, 10);
   EXPECT_EQ(syscall(SYS_futex, &f1, FUTEX_WAKE_OP_PRIVATE, 1, 1, &f2, op), 0);
   EXPECT_EQ(f2.load(), 6u);
+}
+
+// A shared (not FUTEX_PRIVATE) futex in MAP_SHARED memory reaches another process:
+// what process-shared semaphores and mutexes (Python's multiprocessing) rely on.
+TEST(Futex, SharedFutexWakesAnotherProcess) {
+  void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* word = static_cast<std::atomic<uint32_t>*>(mem);
+  auto* waiting = static_cast<std::atomic<uint32_t>*>(mem) + 1;
+  *word = 0;
+  *waiting = 0;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    *waiting = 1;
+    timespec ts{5, 0};
+    while (word->load() == 0) {
+      if (Futex(word, FUTEX_WAIT, 0, &ts) == -1 && errno == ETIMEDOUT) _exit(1);
+    }
+    _exit(0);
+  }
+  while (waiting->load() == 0) usleep(100);
+  usleep(50 * 1000);
+  *word = 1;
+  long woken = Futex(word, FUTEX_WAKE, 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(woken, 1);
+  munmap(mem, 4096);
+}
+
+TEST(Futex, ProcessSharedSemaphoreAcrossFork) {
+  void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* sem = static_cast<sem_t*>(mem);
+  ASSERT_SYS_OK(sem_init(sem, /*pshared=*/1, 0));
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    _exit(sem_timedwait(sem, &deadline) == 0 ? 0 : 1);
+  }
+  usleep(50 * 1000);  // the child is blocked in sem_timedwait by now
+  ASSERT_SYS_OK(sem_post(sem));
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  sem_destroy(sem);
+  munmap(mem, 4096);
 }
 
 TEST(Futex, RobustMutexOwnerDeathIsEownerdead) {
