@@ -9,6 +9,7 @@
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/task_exit.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/loader/loader.h"
 #include "sentry/mm/memory_manager.h"
@@ -188,6 +189,7 @@ SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> ar
   ASSIGN_OR_RETURN_ERRNO(loader::LoadedImage img, loader::Load(t, path, std::move(argv), envp));
   // Point of no return.
   ThreadGroup& tg = t.thread_group();
+  ReleaseRobustFutexes(t);  // in the old image, before it goes
   const bool was_shared = tg.tasks.size() > 1 || t.tid() != tg.pid();
   KillOtherThreads(t);
   if (t.killed || tg.exiting) return SysOk();  // killed meanwhile: the run loop ends

@@ -85,6 +85,8 @@ void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
   }
 }
 
+}  // namespace
+
 // set_robust_list(2): on thread death, every futex of the thread's robust list (and
 // the one it was acquiring or releasing) that it still owns gets FUTEX_OWNER_DIED and
 // one waiter is woken, so the next locker sees EOWNERDEAD.
@@ -121,8 +123,6 @@ void ReleaseRobustFutexes(Task& t) {
   if (pending != 0) release(pending);
   t.robust_list = 0;
 }
-
-}  // namespace
 
 void ReapChild(Kernel& k, ThreadGroup& parent, ThreadGroup& child) {
   child.reaped = true;
