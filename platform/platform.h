@@ -9,7 +9,10 @@
 // task goroutine-equivalent that owns them. Only Context::Interrupt may be called from
 // any thread. A platform whose SharedAddressSpaces() is true lifts that restriction:
 // Contexts owned by other host threads may Switch into (and mm operations may be made
-// on) an AddressSpace concurrently.
+// on) an AddressSpace concurrently, provided each such Context was made with
+// NewThreadContext (or is the AddressSpace creator's) and mm operations come from a
+// host thread whose Context has switched into it (ptrace injects them into that
+// thread's own stub thread). A Context is destroyed on the host thread that switches it.
 #ifndef USENTRY_PLATFORM_PLATFORM_H_
 #define USENTRY_PLATFORM_PLATFORM_H_
 
@@ -100,6 +103,16 @@ class Platform {
   // Whether tasks on different host threads may run in one AddressSpace (see the
   // threading contract above). vfork children share their parent's only where true.
   virtual bool SharedAddressSpaces() const { return false; }
+  // The Context of a new app thread (clone with CLONE_VM) that will run in `as`, where
+  // `parent` (the caller's Context) last switched and is stopped now. Called on the
+  // parent's host thread; the result is then switched by the new task's own host
+  // thread. Only where SharedAddressSpaces(). ptrace creates the stub thread here.
+  virtual absl::StatusOr<std::unique_ptr<Context>> NewThreadContext(AddressSpace& as,
+                                                                    Context& parent) {
+    (void)as;
+    (void)parent;
+    return NewContext();
+  }
 };
 
 // Memory file handed to the platform: every page of app memory lives in this memfd.

@@ -275,6 +275,43 @@ TEST_P(PlatformTest, InterruptFromAnotherThreadStopsASpinningApp) {
   EXPECT_EQ(regs_.gp.rip, kCode);
 }
 
+// An app thread (NewThreadContext, made on the thread whose context is stopped in the
+// address space) runs in the same address space from another host thread, which may
+// also make mm operations; both threads' writes land in the same memory, and ending
+// the second thread leaves the first running.
+TEST_P(PlatformTest, ThreadContextRunsFromAnotherHostThread) {
+  ASSERT_TRUE(platform_->SharedAddressSpaces());
+  auto g = Gen();
+  g.mov(ptr[rsi], rdi);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.ud2();
+  Load(g);
+  regs_.gp.rsi = kStack;
+  regs_.gp.rdi = 0x11;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  absl::StatusOr<std::unique_ptr<Context>> child = platform_->NewThreadContext(*as_, *ctx_);
+  ASSERT_TRUE(child.ok()) << child.status();
+  Registers child_regs = regs_;
+  std::thread t([&] {
+    child_regs.gp.rip = kCode;
+    child_regs.gp.rsi = kStack + 8;
+    child_regs.gp.rdi = 0x22;
+    absl::StatusOr<SwitchResult> r = (*child)->Switch(*as_, child_regs);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->kind, SwitchKind::kSyscall);
+    EXPECT_EQ(child_regs.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+    EXPECT_TRUE(as_->Protect(kStack, kPage, PROT_READ | PROT_WRITE).ok());
+    child->reset();  // on its own host thread, as the sentry does
+  });
+  t.join();
+  EXPECT_EQ(MemByte(kStackOff), 0x11);
+  EXPECT_EQ(MemByte(kStackOff + 8), 0x22);
+  SwitchResult r = RunApp();  // the first thread goes on to its ud2
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGILL);
+}
+
 TEST_P(PlatformTest, SynchronousSignalsAreReported) {
   auto g = Gen();
   g.int3();

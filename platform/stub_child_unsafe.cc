@@ -113,7 +113,9 @@ const char* StubChildExitName(int code) {
 
 void StubChildMain(const StubChildArgs& args) {
   // Die with the thread that forked us (also the ptrace tracer, when there is one).
-  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ChildExit(kChildPdeathsig);
+  if (args.death_signal && syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    ChildExit(kChildPdeathsig);
+  }
   if (syscall(SYS_getppid) != args.parent_pid) ChildExit(kChildParentGone);
   // Recognizable in ps/top instead of the sentry thread's name (best effort).
   static constexpr char kName[] = "usentry-stub";

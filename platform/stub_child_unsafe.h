@@ -32,7 +32,12 @@ struct StubChildArgs {
   uint64_t entry = 0;            // where the child jumps; it never returns
   uint64_t entry_arg = 0;        // in rdi at entry
   bool trace_me = false;         // PTRACE_TRACEME (the ptrace platform)
-  bool drop_caps = false;        // capset to nothing (a stub that may make syscalls)
+  // PR_SET_PDEATHSIG(SIGKILL): die with the forking thread. The ptrace platform turns
+  // it off: a stub outlives the thread that made it when that app thread exits before
+  // the process's other threads; PTRACE_O_EXITKILL on every stub thread ties the stub
+  // to its tracers instead.
+  bool death_signal = true;
+  bool drop_caps = false;  // capset to nothing (a stub that may make syscalls)
   // Signal handler in stub code for every signal in handled_mask (bit sig-1), with
   // SA_SIGINFO|SA_ONSTACK|SA_RESTORER and all of handled_mask blocked while it runs.
   // 0: every signal keeps its default action.

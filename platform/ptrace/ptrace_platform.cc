@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -48,6 +49,31 @@ absl::StatusOr<std::unique_ptr<PtraceAddressSpace>> PtraceAddressSpace::Create(i
   return std::unique_ptr<PtraceAddressSpace>(new PtraceAddressSpace(std::move(sp)));
 }
 
+PtraceAddressSpace::PtraceAddressSpace(std::unique_ptr<Subprocess> sp) : sp_(std::move(sp)) {
+  std::lock_guard<std::mutex> lock(threads_->mu);
+  threads_->by_tracer[static_cast<pid_t>(gettid())] = sp_.get();
+}
+
+PtraceAddressSpace::~PtraceAddressSpace() {
+  // Contexts may outlive us: they must not touch the handles any more.
+  std::lock_guard<std::mutex> lock(threads_->mu);
+  threads_->dead = true;
+  threads_->by_tracer.clear();
+}
+
+absl::StatusOr<Subprocess*> PtraceAddressSpace::Mine(const char* op) {
+  const pid_t self = static_cast<pid_t>(gettid());
+  {
+    std::lock_guard<std::mutex> lock(threads_->mu);
+    auto it = threads_->by_tracer.find(self);
+    if (it != threads_->by_tracer.end()) return it->second;
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "ptrace %s for stub pid=%d called on thread %d, which traces none of its threads (see "
+      "the threading contract in platform.h)",
+      op, sp_->tgid(), self));
+}
+
 absl::Status PtraceAddressSpace::CheckRange(const char* call, uint64_t addr, uint64_t len) const {
   if ((addr & kPageMask) != 0 || (len & kPageMask) != 0 || len == 0 || addr + len < addr ||
       addr + len > MaxUserAddress()) {
@@ -60,19 +86,20 @@ absl::Status PtraceAddressSpace::CheckRange(const char* call, uint64_t addr, uin
 
 absl::Status PtraceAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) {
   RETURN_IF_ERROR(CheckRange("MapFile", addr, len));
+  ASSIGN_OR_RETURN(Subprocess * sp, Mine("MapFile"));
   const auto describe = [&] {
     return absl::StrFormat(
         "mmap(addr=0x%x, len=0x%x, prot=%s, MAP_SHARED|MAP_FIXED, fd=%d, offset=0x%x) in stub "
         "pid=%d",
-        addr, len, ProtString(prot), sp_->memory_fd(), offset, sp_->pid());
+        addr, len, ProtString(prot), sp->memory_fd(), offset, sp->pid());
   };
   if ((offset & kPageMask) != 0) {
     return absl::InvalidArgumentError(describe() + ": offset not page aligned");
   }
   ASSIGN_OR_RETURN(
       const int64_t rax,
-      sp_->Inject(SYS_mmap, {addr, len, static_cast<uint64_t>(prot), MAP_SHARED | MAP_FIXED,
-                             static_cast<uint64_t>(sp_->memory_fd()), offset}));
+      sp->Inject(SYS_mmap, {addr, len, static_cast<uint64_t>(prot), MAP_SHARED | MAP_FIXED,
+                            static_cast<uint64_t>(sp->memory_fd()), offset}));
   if (IsLinuxErrno(rax)) return ErrnoStatus(describe(), static_cast<int>(-rax));
   if (static_cast<uint64_t>(rax) != addr) {
     return absl::InternalError(absl::StrFormat("%s returned 0x%x", describe(), rax));
@@ -82,10 +109,11 @@ absl::Status PtraceAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t o
 
 absl::Status PtraceAddressSpace::Unmap(uint64_t addr, uint64_t len) {
   RETURN_IF_ERROR(CheckRange("Unmap", addr, len));
-  ASSIGN_OR_RETURN(const int64_t rax, sp_->Inject(SYS_munmap, {addr, len}));
+  ASSIGN_OR_RETURN(Subprocess * sp, Mine("Unmap"));
+  ASSIGN_OR_RETURN(const int64_t rax, sp->Inject(SYS_munmap, {addr, len}));
   if (IsLinuxErrno(rax)) {
     return ErrnoStatus(
-        absl::StrFormat("munmap(addr=0x%x, len=0x%x) in stub pid=%d", addr, len, sp_->pid()),
+        absl::StrFormat("munmap(addr=0x%x, len=0x%x) in stub pid=%d", addr, len, sp->pid()),
         static_cast<int>(-rax));
   }
   return absl::OkStatus();
@@ -93,11 +121,12 @@ absl::Status PtraceAddressSpace::Unmap(uint64_t addr, uint64_t len) {
 
 absl::Status PtraceAddressSpace::Protect(uint64_t addr, uint64_t len, Prot prot) {
   RETURN_IF_ERROR(CheckRange("Protect", addr, len));
+  ASSIGN_OR_RETURN(Subprocess * sp, Mine("Protect"));
   ASSIGN_OR_RETURN(const int64_t rax,
-                   sp_->Inject(SYS_mprotect, {addr, len, static_cast<uint64_t>(prot)}));
+                   sp->Inject(SYS_mprotect, {addr, len, static_cast<uint64_t>(prot)}));
   if (IsLinuxErrno(rax)) {
     return ErrnoStatus(absl::StrFormat("mprotect(addr=0x%x, len=0x%x, prot=%s) in stub pid=%d",
-                                       addr, len, ProtString(prot), sp_->pid()),
+                                       addr, len, ProtString(prot), sp->pid()),
                        static_cast<int>(-rax));
   }
   return absl::OkStatus();
@@ -106,19 +135,98 @@ absl::Status PtraceAddressSpace::Protect(uint64_t addr, uint64_t len, Prot prot)
 // ---------------------------------------------------------------------------
 // Context
 
-bool PtraceContext::BeginRun(pid_t pid) {
+bool PtraceContext::BeginRun(pid_t tgid, pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (interrupt_pending_) {
     interrupt_pending_ = false;
     return true;
   }
-  running_pid_ = pid;
+  running_tgid_ = tgid;
+  running_tid_ = tid;
   return false;
 }
 
 void PtraceContext::EndRun() {
   std::lock_guard<std::mutex> lock(mu_);
-  running_pid_ = 0;
+  running_tgid_ = running_tid_ = 0;
+}
+
+PtraceContext::~PtraceContext() {
+  Release();
+  AbandonPending();
+}
+
+void PtraceContext::Release() {
+  if (!threads_) return;
+  bool dead, last;
+  {
+    std::lock_guard<std::mutex> lock(threads_->mu);
+    dead = threads_->dead;
+    if (!dead) threads_->by_tracer.erase(static_cast<pid_t>(gettid()));
+    last = threads_->by_tracer.empty() && threads_->pending == 0;
+  }
+  if (adopted_) {
+    // Ours alone: it exits (or, if the process died meanwhile, is reaped).
+    (void)adopted_->ExitThread();
+    adopted_.reset();
+  } else if (!dead && !last && thread_ != nullptr) {
+    // The process's first thread, while others still run: it exits by itself. When it
+    // is the last one it stays stopped and dies with the AddressSpace.
+    (void)thread_->ExitThread();
+  }
+  threads_.reset();
+  thread_ = nullptr;
+}
+
+void PtraceContext::AbandonPending() {
+  if (!pending_threads_) return;
+  std::shared_ptr<StubThreads> threads = std::move(pending_threads_);
+  const pid_t tid = std::exchange(pending_tid_, 0);
+  Subprocess* any = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(threads->mu);
+    threads->pending--;
+    if (threads->dead || threads->by_tracer.empty()) return;  // it died with the process
+    any = threads->by_tracer.begin()->second;
+  }
+  // Never adopted (the clone failed later on): take it over here only to end it.
+  auto sp = Subprocess::Adopt(*any, tid);
+  if (sp.ok()) (void)(*sp)->ExitThread();
+}
+
+absl::StatusOr<Subprocess*> PtraceContext::Resolve(PtraceAddressSpace& as, const char* op) {
+  if (threads_ == as.threads() && thread_ != nullptr) return thread_;
+  Release();  // bound to another address space before (exec, vfork child)
+  const pid_t self = static_cast<pid_t>(gettid());
+  std::shared_ptr<StubThreads> threads = as.threads();
+  {
+    std::lock_guard<std::mutex> lock(threads->mu);
+    auto it = threads->by_tracer.find(self);
+    if (it != threads->by_tracer.end()) {
+      threads_ = threads;
+      thread_ = it->second;
+      return thread_;
+    }
+  }
+  if (pending_threads_ != threads) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "ptrace %s for stub pid=%d called on thread %d, which traces none of its threads (see "
+        "the threading contract in platform.h)",
+        op, as.subprocess().tgid(), self));
+  }
+  absl::StatusOr<std::unique_ptr<Subprocess>> sp = Subprocess::Adopt(as.subprocess(), pending_tid_);
+  {
+    std::lock_guard<std::mutex> lock(threads->mu);
+    threads->pending--;
+    if (sp.ok()) threads->by_tracer[self] = sp->get();
+  }
+  pending_threads_.reset();
+  pending_tid_ = 0;
+  if (!sp.ok()) return sp.status();
+  adopted_ = std::move(sp).value();
+  threads_ = threads;
+  thread_ = adopted_.get();
+  return thread_;
 }
 
 void PtraceContext::Interrupt() {
@@ -128,7 +236,7 @@ void PtraceContext::Interrupt() {
   // before it can be reaped), so the tgkill cannot hit a reused pid. A signal that
   // lands after the stub already stopped for another reason stays queued and makes the
   // next Switch return kInterrupted (a spurious one, which the contract allows).
-  if (running_pid_ != 0) syscall(SYS_tgkill, running_pid_, running_pid_, kInterruptSignal);
+  if (running_tid_ != 0) syscall(SYS_tgkill, running_tgid_, running_tid_, kInterruptSignal);
 }
 
 absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& regs) {
@@ -136,7 +244,8 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
   if (pas == nullptr) {
     return absl::InvalidArgumentError("ptrace Context::Switch: AddressSpace is not a ptrace one");
   }
-  Subprocess& sp = pas->subprocess();
+  ASSIGN_OR_RETURN(Subprocess * thread, Resolve(*pas, "Context::Switch"));
+  Subprocess& sp = *thread;
   RETURN_IF_ERROR(sp.CheckTracer("Context::Switch"));
   if (sp.dead()) {
     return absl::FailedPreconditionError(
@@ -167,7 +276,7 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
   }
   regs.fp_valid = false;
 
-  if (BeginRun(sp.pid())) {
+  if (BeginRun(sp.tgid(), sp.pid())) {
     // Interrupted before running: registers are as given (already set on the host).
     return SwitchResult{.kind = SwitchKind::kInterrupted};
   }
@@ -244,7 +353,8 @@ absl::Status PtraceContext::LoadFpState(AddressSpace& as, Registers& regs) {
   if (pas == nullptr) {
     return absl::InvalidArgumentError("ptrace LoadFpState: AddressSpace is not a ptrace one");
   }
-  Subprocess& sp = pas->subprocess();
+  ASSIGN_OR_RETURN(Subprocess * thread, Resolve(*pas, "Context::LoadFpState"));
+  Subprocess& sp = *thread;
   RETURN_IF_ERROR(sp.CheckTracer("Context::LoadFpState"));
   if (sp.xstate_size() > kFpStateSize) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -269,6 +379,24 @@ absl::StatusOr<std::unique_ptr<AddressSpace>> PtracePlatform::NewAddressSpace() 
 
 absl::StatusOr<std::unique_ptr<Context>> PtracePlatform::NewContext() {
   return std::unique_ptr<Context>(new PtraceContext());
+}
+
+absl::StatusOr<std::unique_ptr<Context>> PtracePlatform::NewThreadContext(AddressSpace& as,
+                                                                          Context& parent) {
+  (void)parent;
+  auto* pas = dynamic_cast<PtraceAddressSpace*>(&as);
+  if (pas == nullptr) {
+    return absl::InvalidArgumentError("ptrace NewThreadContext: AddressSpace is not a ptrace one");
+  }
+  // The caller's own stub thread is stopped (its task is in a syscall): it makes the
+  // clone, and the new task's host thread seizes the result at its first Switch.
+  ASSIGN_OR_RETURN(Subprocess * mine, pas->Mine("NewThreadContext"));
+  ASSIGN_OR_RETURN(const pid_t tid, mine->CloneThread());
+  {
+    std::lock_guard<std::mutex> lock(pas->threads()->mu);
+    pas->threads()->pending++;
+  }
+  return std::unique_ptr<Context>(new PtraceContext(pas->threads(), tid));
 }
 
 }  // namespace usentry::platform::ptrace

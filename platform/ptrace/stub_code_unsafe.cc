@@ -32,6 +32,8 @@ struct StubCode {
   uint8_t bytes[kStubPageSize];
   size_t size;
   size_t syscall_site_offset;
+  size_t clone_site_offset;
+  size_t clone_trap_offset;
 };
 
 // Layout:
@@ -42,6 +44,8 @@ struct StubCode {
 //   fail: exit_group(kStubStartupFailedExit)
 //   syscall_site (16-aligned): syscall; int3   ; injected syscalls; int3 reports back
 //     jmp fail                                 ; never resumed past the int3 otherwise
+//   clone_site (16-aligned): syscall; test rax,rax; jz child; int3; jmp fail
+//     child: pause; jmp child                  ; a new thread waits for its tracer
 // No stack is used: the munmaps remove the stack this code was entered with.
 StubCode Generate() {
   using namespace Xbyak::util;  // NOLINT: register names
@@ -80,11 +84,26 @@ StubCode Generate() {
   g.syscall();
   g.int3();
   g.jmp(fail, Xbyak::CodeGenerator::T_NEAR);
+  // The thread-creation site (see StubPage::clone_site); no stack is used.
+  Xbyak::Label clone_site, clone_child, clone_trap;
+  g.align(16);
+  g.L(clone_site);
+  g.syscall();
+  g.test(rax, rax);
+  g.jz(clone_child, Xbyak::CodeGenerator::T_NEAR);
+  g.int3();
+  g.L(clone_trap);
+  g.jmp(fail, Xbyak::CodeGenerator::T_NEAR);
+  g.L(clone_child);
+  g.pause();
+  g.jmp(clone_child, Xbyak::CodeGenerator::T_NEAR);
 
   StubCode out{};
   out.size = g.getSize();
   std::memcpy(out.bytes, g.getCode(), out.size);
   out.syscall_site_offset = static_cast<size_t>(site.getAddress() - g.getCode());
+  out.clone_site_offset = static_cast<size_t>(clone_site.getAddress() - g.getCode());
+  out.clone_trap_offset = static_cast<size_t>(clone_trap.getAddress() - g.getCode());
   return out;
 }
 
@@ -99,7 +118,9 @@ absl::StatusOr<StubPage> MapStubPage() {
   return StubPage{.addr = addr,
                   .entry = addr,
                   .syscall_site = addr + code.syscall_site_offset,
-                  .trap_rip = addr + code.syscall_site_offset + 3};  // syscall(2) + int3(1)
+                  .trap_rip = addr + code.syscall_site_offset + 3,  // syscall(2) + int3(1)
+                  .clone_site = addr + code.clone_site_offset,
+                  .clone_trap_rip = addr + code.clone_trap_offset};
 }
 
 }  // namespace

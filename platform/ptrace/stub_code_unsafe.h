@@ -22,6 +22,11 @@ struct StubPage {
   uint64_t entry = 0;         // where a freshly forked child jumps (see stub_code_unsafe.cc)
   uint64_t syscall_site = 0;  // `syscall; int3`: rip for injected syscalls
   uint64_t trap_rip = 0;      // rip after the int3 of the syscall site
+  // `syscall; test rax,rax; jz child; int3; child: pause; jmp child`: an injected
+  // clone(CLONE_THREAD) whose new thread waits (spinning) in the stub page until its
+  // own tracer seizes it; the caller's thread reports back at clone_trap_rip.
+  uint64_t clone_site = 0;
+  uint64_t clone_trap_rip = 0;
 };
 
 // Maps the stub page on first use (thread safe, once per process) and returns it. The

@@ -41,6 +41,14 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t stub_page) {
        {SYS_mmap, SYS_munmap, SYS_mprotect, SYS_exit, SYS_exit_group, SYS_getpid, SYS_kill}) {
     b.JumpIf(Cond::kEq, nr, allow, next);
   }
+  // clone only as the platform makes app threads: exactly kStubThreadCloneFlags.
+  const bpf::Label not_clone = b.NewLabel();
+  b.JumpIf(Cond::kEq, SYS_clone, next, not_clone);
+  b.LoadArg(0, bpf::Half::kHigh);
+  b.JumpIf(Cond::kEq, 0, next, kill);
+  b.LoadArg(0, bpf::Half::kLow);
+  b.JumpIf(Cond::kEq, kStubThreadCloneFlags, allow, kill);
+  b.Bind(not_clone);
   b.Bind(kill);
   b.Return(SECCOMP_RET_KILL_PROCESS);
   b.Bind(allow);

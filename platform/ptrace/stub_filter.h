@@ -4,6 +4,7 @@
 #define USENTRY_PLATFORM_PTRACE_STUB_FILTER_H_
 
 #include <linux/filter.h>
+#include <sched.h>
 
 #include <cstdint>
 #include <vector>
@@ -12,13 +13,18 @@
 
 namespace usentry::platform::ptrace {
 
+// The clone flags of the one clone a stub may make: a new app thread of the stub
+// process (Subprocess::CloneThread), untraced until its own tracer seizes it.
+inline constexpr uint32_t kStubThreadCloneFlags =
+    CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+
 // Builds the stub filter for a stub code page at [stub_page, stub_page + 4096).
 //
 // Policy: SECCOMP_RET_KILL_PROCESS for a non-x86-64 arch, for any x32 syscall
 // (nr & __X32_SYSCALL_BIT), and for any syscall whose instruction pointer is outside
 // the stub page; from inside the page only mmap, munmap, mprotect, exit, exit_group,
-// getpid and kill are allowed (what the stub's startup code and the sentry's injected
-// calls use). Everything else is killed.
+// getpid, kill and clone with exactly kStubThreadCloneFlags are allowed (what the stub's startup
+// code and the sentry's injected calls use). Everything else is killed.
 //
 // Why this is enough with PTRACE_SYSEMU: app code only ever runs while the sentry
 // resumes the stub with PTRACE_SYSEMU. On syscall entry the kernel reports a

@@ -45,6 +45,24 @@ TEST_P(StubFilterTest, KillsOtherCallsFromTheStubPage) {
   }
 }
 
+TEST_P(StubFilterTest, AllowsOnlyTheThreadCloneFromTheStubPage) {
+  const uint64_t stub = GetParam();
+  absl::StatusOr<std::vector<sock_filter>> f = BuildStubFilter(stub);
+  ASSERT_TRUE(f.ok()) << f.status();
+  seccomp_data d = Call(SYS_clone, stub + 0x42);
+  d.args[0] = kStubThreadCloneFlags;
+  EXPECT_EQ(bpf::EvaluateSeccomp(*f, d), SECCOMP_RET_ALLOW);
+  for (uint64_t flags :
+       {uint64_t{SIGCHLD}, uint64_t{kStubThreadCloneFlags | CLONE_NEWUSER},
+        uint64_t{kStubThreadCloneFlags} | (uint64_t{1} << 32), uint64_t{CLONE_VM | CLONE_VFORK}}) {
+    d.args[0] = flags;
+    EXPECT_EQ(bpf::EvaluateSeccomp(*f, d), SECCOMP_RET_KILL_PROCESS) << std::hex << flags;
+  }
+  d = Call(SYS_clone, 0x400000);
+  d.args[0] = kStubThreadCloneFlags;
+  EXPECT_EQ(bpf::EvaluateSeccomp(*f, d), SECCOMP_RET_KILL_PROCESS);
+}
+
 TEST_P(StubFilterTest, KillsEverythingFromAppAddresses) {
   const uint64_t stub = GetParam();
   absl::StatusOr<std::vector<sock_filter>> f = BuildStubFilter(stub);

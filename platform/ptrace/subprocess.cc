@@ -50,7 +50,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
                            .parent_pid = getpid(),
                            .filter = &prog,
                            .entry = stub.entry,
-                           .trace_me = true};
+                           .trace_me = true,
+                           .death_signal = false};
 
   // A raw clone rather than fork(): no atfork handlers run in this multi-threaded
   // process, and the child only makes raw syscalls before leaving sentry code.
@@ -58,8 +59,9 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
   if (pid < 0) return ErrnoStatus("clone(SIGCHLD) for the ptrace stub");
   if (pid == 0) StubChildMain(args);
 
-  std::unique_ptr<Subprocess> sp(
-      new Subprocess(static_cast<pid_t>(pid), memory_fd, stub, static_cast<pid_t>(gettid())));
+  std::unique_ptr<Subprocess> sp(new Subprocess(static_cast<pid_t>(pid), static_cast<pid_t>(pid),
+                                                memory_fd, stub, static_cast<pid_t>(gettid()),
+                                                /*owns_process=*/true));
   RETURN_IF_ERROR(sp->FinishSetup());  // on error the destructor kills and reaps
   return sp;
 }
@@ -111,7 +113,66 @@ absl::Status Subprocess::FinishSetup() {
 }
 
 Subprocess::~Subprocess() {
-  if (!dead_) KillAndReap(pid_);
+  if (owns_process_ && !dead_) KillAndReap(tgid_);
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Adopt(const Subprocess& process,
+                                                              pid_t tid) {
+  std::unique_ptr<Subprocess> sp(new Subprocess(tid, process.tgid_, process.memory_fd_,
+                                                process.stub_, static_cast<pid_t>(gettid()),
+                                                /*owns_process=*/false));
+  sp->initial_regs_ = process.initial_regs_;
+  sp->xstate_size_ = process.xstate_size_;
+  // EXITKILL as for the first thread: if this tracer dies, the stub must not run on.
+  const long options = PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
+  if (::ptrace(PTRACE_SEIZE, tid, 0, options) != 0) {
+    return ErrnoStatus(
+        absl::StrFormat("ptrace(PTRACE_SEIZE, tid=%d of stub pid=%d)", tid, process.tgid_));
+  }
+  if (::ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) {
+    return ErrnoStatus(absl::StrFormat("ptrace(PTRACE_INTERRUPT, tid=%d)", tid));
+  }
+  for (int spurious = 0;; ++spurious) {
+    ASSIGN_OR_RETURN(const int st, sp->Wait());
+    if (sp->dead_) return sp->DiedError("while being seized", st);
+    if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP) break;
+    if (spurious >= kMaxSpuriousStops) {
+      return absl::InternalError(absl::StrFormat("ptrace stub thread %d: unexpected stop: %s", tid,
+                                                 DescribeWaitStatus(st)));
+    }
+    // A signal-delivery-stop before the interrupt's stop: suppress it.
+    RETURN_IF_ERROR(sp->Resume(PTRACE_CONT, "PTRACE_CONT"));
+  }
+  return sp;
+}
+
+absl::StatusOr<pid_t> Subprocess::CloneThread() {
+  ASSIGN_OR_RETURN(const int64_t rax, InjectAt(stub_.clone_site, stub_.clone_trap_rip, SYS_clone,
+                                               {kStubThreadCloneFlags, 0, 0, 0, 0, 0}, 0));
+  if (rax < 0) {
+    return ErrnoStatus(absl::StrFormat("clone(app thread) in stub pid=%d", tgid_),
+                       static_cast<int>(-rax));
+  }
+  return static_cast<pid_t>(rax);
+}
+
+absl::Status Subprocess::ExitThread() {
+  RETURN_IF_ERROR(CheckTracer("thread exit"));
+  if (dead_ || detached_) return absl::OkStatus();
+  user_regs_struct r = initial_regs_;
+  r.rip = stub_.syscall_site;
+  r.rax = SYS_exit;
+  r.rdi = 0;
+  r.orig_rax = ~uint64_t{0};
+  RETURN_IF_ERROR(ExplainFailure(SetRegs(r), "before its exit"));
+  // Detached, it runs exit(0) from the stub page (which the stub filter allows); EXITKILL
+  // no longer applies to it.
+  if (::ptrace(PTRACE_DETACH, pid_, 0, 0) != 0) {
+    return ExplainFailure(ErrnoStatus(absl::StrFormat("ptrace(PTRACE_DETACH, tid=%d)", pid_)),
+                          "while detaching");
+  }
+  detached_ = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> Subprocess::Wait() {
@@ -151,11 +212,15 @@ absl::Status Subprocess::ExplainFailure(absl::Status st, const std::string& duri
   return st;
 }
 
-absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>& args,
-                                           int restarts) {
+absl::StatusOr<int64_t> Subprocess::InjectAt(uint64_t site, uint64_t trap_rip, int nr,
+                                             const std::array<uint64_t, 6>& args, int restarts) {
   RETURN_IF_ERROR(CheckTracer("syscall injection"));
+  if (detached_) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("ptrace stub thread %d: injection after its exit", pid_));
+  }
   user_regs_struct r = initial_regs_;
-  r.rip = stub_.syscall_site;
+  r.rip = site;
   r.rax = static_cast<uint64_t>(nr);
   r.orig_rax = ~uint64_t{0};  // not in a syscall: no kernel restart logic on resume
   r.rdi = args[0];
@@ -171,7 +236,7 @@ absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>
     if (dead_) return DiedError(absl::StrFormat("while running injected syscall %d", nr), st);
     if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP) {
       RETURN_IF_ERROR(GetRegs(r));
-      if (r.rip == stub_.trap_rip) {
+      if (r.rip == trap_rip) {
         const int64_t rax = static_cast<int64_t>(r.rax);
         // A signal interrupted the call and the kernel asks for a restart, which it
         // did not do itself (it only does that on signal delivery; we suppress those).
@@ -181,7 +246,7 @@ absl::StatusOr<int64_t> Subprocess::Inject(int nr, const std::array<uint64_t, 6>
             return absl::InternalError(absl::StrFormat(
                 "ptrace stub pid=%d: injected syscall %d keeps asking for a restart", pid_, nr));
           }
-          return Inject(nr, args);
+          return InjectAt(site, trap_rip, nr, args, restarts);
         }
         return rax;
       }

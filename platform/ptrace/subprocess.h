@@ -31,20 +31,37 @@
 //    exit_group, and the injected mmap/munmap/mprotect.
 namespace usentry::platform::ptrace {
 
-// One stub process with one thread. Every method must be called on the host thread
-// that created it (ptrace's tracer is that thread), except pid().
+// One traced thread of a stub process: its first thread, which owns the process
+// (Create), or an app thread added later (CloneThread + Adopt). Every method must be
+// called on the host thread that traces it (ptrace's tracer is that thread), except
+// pid() and tgid().
 class Subprocess {
  public:
   // Forks a stub that keeps only `memory_fd` and waits until it stopped itself inside
   // the stub page with everything else unmapped, then checks it with an injected
   // getpid and resets its FPU state (inherited from the sentry) to the init state.
   static absl::StatusOr<std::unique_ptr<Subprocess>> Create(int memory_fd);
-  // Kills (SIGKILL) and reaps the stub.
+  // Becomes the tracer (the calling thread) of thread `tid` of `process`'s stub, made by
+  // CloneThread and waiting untraced in the stub page: PTRACE_SEIZE, PTRACE_INTERRUPT,
+  // and waits for the stop. The result does not own the process.
+  static absl::StatusOr<std::unique_ptr<Subprocess>> Adopt(const Subprocess& process, pid_t tid);
+  // The process owner kills (SIGKILL) and reaps the whole stub; a thread handle does
+  // nothing (call ExitThread first).
   ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
-  pid_t pid() const { return pid_; }
+  // Injects clone(kStubThreadCloneFlags) (the thread must be stopped) and returns the
+  // new thread's tid. The new thread spins in the stub page, untraced, until Adopt.
+  absl::StatusOr<pid_t> CloneThread();
+  // Ends this thread alone: points it at exit(0) in the stub page and detaches, so it
+  // exits untraced while the process's other threads go on. No ptrace call is made on
+  // this handle afterwards. If the thread is already dead, reaps it.
+  absl::Status ExitThread();
+  bool owns_process() const { return owns_process_; }
+
+  pid_t pid() const { return pid_; }    // the traced thread's tid
+  pid_t tgid() const { return tgid_; }  // the stub process
   int memory_fd() const { return memory_fd_; }
   const StubPage& stub() const { return stub_; }
   bool dead() const { return dead_; }
@@ -57,7 +74,9 @@ class Subprocess {
   // raw rax (negative errno on failure). Clobbers the stub's registers.
   // Errors name the syscall number and arguments.
   // A -ERESTART* result (a signal interrupted the call) is retried here.
-  absl::StatusOr<int64_t> Inject(int nr, const std::array<uint64_t, 6>& args, int restarts = 0);
+  absl::StatusOr<int64_t> Inject(int nr, const std::array<uint64_t, 6>& args, int restarts = 0) {
+    return InjectAt(stub_.syscall_site, stub_.trap_rip, nr, args, restarts);
+  }
 
   // FailedPrecondition naming `op` unless called on the tracer thread (the one that
   // created the stub); ptrace requests from any other thread fail with ESRCH.
@@ -85,15 +104,27 @@ class Subprocess {
   absl::Status DiedError(const std::string& during, int status);
 
  private:
-  Subprocess(pid_t pid, int memory_fd, StubPage stub, pid_t tracer_tid)
-      : pid_(pid), memory_fd_(memory_fd), stub_(stub), tracer_tid_(tracer_tid) {}
+  Subprocess(pid_t pid, pid_t tgid, int memory_fd, StubPage stub, pid_t tracer_tid,
+             bool owns_process)
+      : pid_(pid),
+        tgid_(tgid),
+        memory_fd_(memory_fd),
+        stub_(stub),
+        tracer_tid_(tracer_tid),
+        owns_process_(owns_process) {}
   absl::Status FinishSetup();
+  // Inject at a given site: `trap_rip` is where the site's int3 reports back.
+  absl::StatusOr<int64_t> InjectAt(uint64_t site, uint64_t trap_rip, int nr,
+                                   const std::array<uint64_t, 6>& args, int restarts);
 
   const pid_t pid_;
+  const pid_t tgid_;
   const int memory_fd_;
   const StubPage stub_;
   const pid_t tracer_tid_;
+  const bool owns_process_;
   bool dead_ = false;
+  bool detached_ = false;  // ExitThread let it go
   user_regs_struct initial_regs_{};
   size_t xstate_size_ = 0;
 };

@@ -1006,4 +1006,17 @@ absl::StatusOr<std::unique_ptr<Context>> SystrapPlatform::NewContext() {
   return std::unique_ptr<Context>(new SystrapContext());
 }
 
+absl::StatusOr<std::unique_ptr<Context>> SystrapPlatform::NewThreadContext(AddressSpace& as,
+                                                                           Context& parent) {
+  (void)parent;
+  auto* sas = dynamic_cast<SystrapAddressSpace*>(&as);
+  if (sas == nullptr) {
+    return absl::InvalidArgumentError(
+        "systrap NewThreadContext: AddressSpace is not a systrap one");
+  }
+  auto ctx = std::make_unique<SystrapContext>();
+  RETURN_IF_ERROR(ctx->BindTo(sas->stub()));
+  return std::unique_ptr<Context>(std::move(ctx));
+}
+
 }  // namespace usentry::platform::systrap

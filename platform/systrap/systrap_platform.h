@@ -156,6 +156,8 @@ class SystrapAddressSpace final : public AddressSpace {
 
 class SystrapContext final : public Context {
  public:
+  // Binds to a stub thread of `stub` ahead of the first Switch (NewThreadContext).
+  absl::Status BindTo(const std::shared_ptr<StubProcess>& stub) { return Bind(stub); }
   ~SystrapContext() override;
   absl::StatusOr<SwitchResult> Switch(AddressSpace& as, Registers& regs) override;
   absl::Status LoadFpState(AddressSpace& as, Registers& regs) override;
@@ -207,6 +209,10 @@ class SystrapPlatform final : public Platform {
   bool SharedAddressSpaces() const override { return true; }
   absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() override;
   absl::StatusOr<std::unique_ptr<Context>> NewContext() override;
+  // Starts the new thread's stub thread now, so that running out of thread slots
+  // (kMaxSlots) fails the clone (ResourceExhausted) instead of the new task.
+  absl::StatusOr<std::unique_ptr<Context>> NewThreadContext(AddressSpace& as,
+                                                            Context& parent) override;
 
   pid_t zygote_pid() const { return zygote_pid_; }
   const StubCode& code() const { return code_; }

@@ -16,7 +16,7 @@ Task::Task(Kernel* kernel, std::shared_ptr<ThreadGroup> tg, int32_t tid)
 Task::~Task() = default;
 
 bool Task::InterruptPending() const {
-  if (killed || tg_->exiting) return true;
+  if (killed || exiting || tg_->exiting) return true;
   uint64_t pending = sig->pending.set() | tg_->pending.set();
   return (pending & ~sig->mask) != 0;
 }

@@ -45,6 +45,9 @@ class Task {
   ThreadGroup& thread_group() const { return *tg_; }
   const std::shared_ptr<ThreadGroup>& thread_group_ptr() const { return tg_; }
   int32_t tid() const { return tid_; }
+  // execve from a non-leader thread takes over the leader's TID (the caller re-registers
+  // the task with the kernel).
+  void set_tid(int32_t tid) { tid_ = tid; }
 
   mm::MemoryManager& mm() const { return *mm_; }
   const std::shared_ptr<mm::MemoryManager>& mm_ptr() const { return mm_; }
@@ -77,6 +80,7 @@ class Task {
   uint64_t robust_list = 0;
   bool killed = false;               // SIGKILL'd or exit_group'ed: leave at the next chance
   bool exiting = false;              // this thread is done (exit status recorded in the group)
+  int exit_code = 0;                 // exit(2)'s status word, used if it is the last thread
   std::unique_ptr<SignalState> sig;  // per-thread mask, pending, altstack
   std::unique_ptr<platform::Context> ctx;
   // Set by handlers that replace the register file (execve, rt_sigreturn): the

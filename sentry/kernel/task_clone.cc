@@ -4,10 +4,12 @@
 #include <sched.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/task_exit.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/loader/loader.h"
 #include "sentry/mm/memory_manager.h"
@@ -30,49 +32,100 @@ void ReleaseVforkParent(ThreadGroup& tg) {
   tg.vfork_wq.Notify(kAllEvents);
 }
 
+// execve(2) in a multi-threaded process: every other thread is killed and waited for,
+// and a non-leader caller takes over the leader's TID (the PID), as on Linux.
+void KillOtherThreads(Task& t) {
+  Kernel& k = t.kernel();
+  ThreadGroup& tg = t.thread_group();
+  if (tg.tasks.size() > 1) {
+    for (Task* other : tg.tasks) {
+      if (other == &t) continue;
+      other->killed = true;
+      other->Interrupt();
+    }
+    Waiter w(&t);
+    ScopedWait sw(tg.thread_exit_wq, w, kAllEvents);
+    // Only a group kill ends this wait early; ordinary signals wait for the exec.
+    while (tg.tasks.size() > 1 && !t.killed && !tg.exiting) t.cv.Wait(&k.mu);
+  }
+  if (t.tid() != tg.pid() && !t.killed && !tg.exiting) {
+    k.UnregisterTask(&t);
+    t.set_tid(tg.pid());
+    k.RegisterTask(&t);
+  }
+}
+
 }  // namespace
 
 SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   Kernel& k = parent.kernel();
   if (a.flags & kNamespaceFlags) return Errno{EPERM};
-  if (a.flags & (CLONE_THREAD | CLONE_SIGHAND)) {
-    // Threads arrive with the compatibility work; the task model already has per-thread
-    // state. CLONE_SIGHAND is only meaningful with CLONE_VM threads here.
-    if (a.flags & CLONE_THREAD) return Errno{EINVAL};
-  }
+  if (a.flags & CLONE_PIDFD) return Errno{EINVAL};  // pidfds are not implemented
+  // clone(2): a thread shares the handlers, and shared handlers need a shared mm.
+  if ((a.flags & CLONE_THREAD) && !(a.flags & CLONE_SIGHAND)) return Errno{EINVAL};
   if ((a.flags & CLONE_SIGHAND) && !(a.flags & CLONE_VM)) return Errno{EINVAL};
+  const bool thread = a.flags & CLONE_THREAD;
+  ThreadGroup& ptg = parent.thread_group();
+  if (thread && (ptg.exiting || parent.killed)) return Errno{EAGAIN};
 
-  // The child's address space: the parent's for vfork where the platform can run two
-  // tasks in one address space (the parent sleeps until the child execs or exits, so
-  // only one of them runs in it), else a private copy (see header).
-  const bool share_mm =
-      (a.flags & CLONE_VM) && (a.flags & CLONE_VFORK) && k.platform().SharedAddressSpaces();
+  // The child's address space: the parent's for threads and CLONE_VM processes where
+  // the platform can run tasks of several host threads in one address space (both
+  // platforms do: see Platform::SharedAddressSpaces), else a private copy (see header).
+  const bool share_mm = (a.flags & CLONE_VM) && k.platform().SharedAddressSpaces();
+  if (thread && !share_mm) return Errno{EAGAIN};
   std::shared_ptr<mm::MemoryManager> child_mm =
       share_mm ? parent.mm_ptr() : std::shared_ptr<mm::MemoryManager>(parent.mm().Fork());
   if (!child_mm) return Errno{ENOMEM};
 
-  int32_t pid = k.AllocatePid();
-  if (pid < 0) return Errno{EAGAIN};
-  ThreadGroup& ptg = parent.thread_group();
-  auto tg = std::make_shared<ThreadGroup>(pid);
-  tg->parent = (a.flags & CLONE_PARENT) ? ptg.parent : ptg.weak_from_this();
-  tg->pgid = ptg.pgid;
-  tg->sid = ptg.sid;
-  tg->exit_signal = a.exit_signal;
-  *tg->handlers = *ptg.handlers;
-  tg->rlimits = ptg.rlimits;
-  tg->sched = ptg.sched.ForFork();
-  std::shared_ptr<ThreadGroup> real_parent = tg->parent.lock();
-  if (!real_parent) return Errno{EINVAL};
+  // The new thread's platform context is made here, on the parent's host thread while
+  // its app thread is stopped: ptrace creates the stub thread from it.
+  std::unique_ptr<platform::Context> child_ctx;
+  if (share_mm && child_mm->address_space() && parent.ctx) {
+    auto ctx = k.platform().NewThreadContext(*child_mm->address_space(), *parent.ctx);
+    if (!ctx.ok()) {
+      // Out of stub threads is the app's EAGAIN (a thread limit); anything else is a
+      // platform failure worth a line on stderr.
+      if (!absl::IsResourceExhausted(ctx.status())) {
+        fprintf(stderr, "usentry: clone: %s\n", ctx.status().ToString().c_str());
+      }
+      return Errno{EAGAIN};
+    }
+    child_ctx = std::move(ctx).value();
+  }
 
-  auto* child = new Task(&k, tg, pid);
+  int32_t tid = k.AllocatePid();
+  if (tid < 0) return Errno{EAGAIN};
+  std::shared_ptr<ThreadGroup> tg;
+  std::shared_ptr<ThreadGroup> real_parent;
+  if (thread) {
+    tg = parent.thread_group_ptr();
+  } else {
+    tg = std::make_shared<ThreadGroup>(tid);
+    tg->parent = (a.flags & CLONE_PARENT) ? ptg.parent : ptg.weak_from_this();
+    tg->pgid = ptg.pgid;
+    tg->sid = ptg.sid;
+    tg->exit_signal = a.exit_signal;
+    if (a.flags & CLONE_SIGHAND) {
+      tg->handlers = ptg.handlers;
+    } else {
+      *tg->handlers = *ptg.handlers;
+    }
+    tg->rlimits = ptg.rlimits;
+    tg->sched = ptg.sched.ForFork();
+    real_parent = tg->parent.lock();
+    if (!real_parent) return Errno{EINVAL};
+  }
+
+  auto* child = new Task(&k, tg, tid);
   child->set_mm(std::move(child_mm));
   child->set_fds((a.flags & CLONE_FILES) ? parent.fds_ptr() : parent.fds().Fork());
   child->set_fs((a.flags & CLONE_FS) ? parent.fs_ptr() : parent.fs().Fork());
   child->creds() = parent.creds();
   child->comm = parent.comm;
   child->sig->mask = parent.sig->mask;
-  child->sig->altstack = parent.sig->altstack;
+  // clone(2): a thread with its own stack must not inherit the alternate stack.
+  if ((a.flags & (CLONE_VM | CLONE_VFORK)) != CLONE_VM) child->sig->altstack = parent.sig->altstack;
+  child->ctx = std::move(child_ctx);
 
   platform::Registers& regs = child->regs();
   // The child continues from the same point with the parent's registers and FPU state.
@@ -86,16 +139,22 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   if (a.flags & CLONE_SETTLS) regs.gp.fs_base = a.tls;
 
   if (a.flags & CLONE_PARENT_SETTID) {
-    RETURN_IF_ERRNO(parent.mm().CopyOutObj<int32_t>(a.parent_tid, pid));
+    SysStatus st = parent.mm().CopyOutObj<int32_t>(a.parent_tid, tid);
+    if (!st.ok()) {
+      delete child;
+      return Errno{st.error()};
+    }
   }
   if (a.flags & CLONE_CHILD_SETTID) {
-    (void)child->mm().CopyOutObj<int32_t>(a.child_tid, pid);
+    (void)child->mm().CopyOutObj<int32_t>(a.child_tid, tid);
   }
   if (a.flags & CLONE_CHILD_CLEARTID) child->clear_child_tid = a.child_tid.value();
 
   tg->tasks.push_back(child);
-  real_parent->children.push_back(tg);
-  k.RegisterThreadGroup(tg);
+  if (!thread) {
+    real_parent->children.push_back(tg);
+    k.RegisterThreadGroup(tg);
+  }
   k.RegisterTask(child);
   if (a.flags & CLONE_VFORK) tg->vfork_pending = true;
   k.StartTask(child);
@@ -108,7 +167,7 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
     // this wait (Task::Block would return EINTR at once and spin).
     while (tg->vfork_pending && !parent.killed && !ptg.exiting) parent.cv.Wait(&k.mu);
   }
-  return pid;
+  return tid;
 }
 
 void ResetRegistersForExec(Task& t, uint64_t entry, uint64_t sp) {
@@ -131,6 +190,14 @@ SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> ar
   ASSIGN_OR_RETURN_ERRNO(loader::LoadedImage img, loader::Load(t, path, std::move(argv), envp));
   // Point of no return.
   ThreadGroup& tg = t.thread_group();
+  ReleaseRobustFutexes(t);  // in the old image, before it goes
+  const bool was_shared = tg.tasks.size() > 1 || t.tid() != tg.pid();
+  KillOtherThreads(t);
+  if (t.killed || tg.exiting) return SysOk();  // killed meanwhile: the run loop ends
+  // A thread other than the process's first leaves its stub thread before the old
+  // address space goes (ptrace: a traced thread of a killed stub must be reaped by its
+  // own tracer before the stub can be); the run loop makes a fresh context.
+  if (was_shared) t.ctx.reset();
   t.set_mm(std::move(img.mm));
   t.fds().CloseOnExec();
   // Caught signals revert to the default; ignored ones stay ignored (execve(2)).

@@ -22,16 +22,16 @@ struct CloneArgs {
   uint64_t tls = 0;          // CLONE_SETTLS: new fs_base
 };
 
-// Creates a new process (thread creation is not supported yet: CLONE_THREAD → EINVAL,
-// reported). With CLONE_VFORK the parent sleeps until the child execs or exits; with
-// CLONE_VM too (vfork, posix_spawn) the child runs in the parent's address space where
-// the platform allows it (systrap), and in a copy elsewhere (ptrace), where writes the
-// child makes before exec (posix_spawn's exec error report) are lost. CLONE_VM without
-// CLONE_VFORK gets a copy. Returns the child's PID.
+// Creates a new thread (CLONE_THREAD: a Task in the caller's ThreadGroup) or process.
+// CLONE_VM children (threads, vfork, posix_spawn, CLONE_VM processes) run in the
+// parent's address space (Platform::SharedAddressSpaces; their platform Context is made
+// on the parent's host thread by Platform::NewThreadContext); others get a copy. With
+// CLONE_VFORK the parent sleeps until the child execs or exits. Returns the new TID.
 SysResult<int32_t> DoClone(Task& parent, const CloneArgs& args);
 
 // Replaces the calling process's image. On success the task's registers are replaced
-// (t.regs_replaced). Errors leave the process untouched.
+// (t.regs_replaced); the process's other threads are killed first and a non-leader
+// caller takes over the leader's TID. Errors leave the process untouched.
 SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> argv,
                    std::vector<std::string> envp);
 

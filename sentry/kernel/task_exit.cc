@@ -1,10 +1,12 @@
 // Exit of threads and thread groups.
 #include "sentry/kernel/task_exit.h"
 
+#include <linux/futex.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -85,6 +87,43 @@ void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
 
 }  // namespace
 
+// set_robust_list(2): on thread death, every futex of the thread's robust list (and
+// the one it was acquiring or releasing) that it still owns gets FUTEX_OWNER_DIED and
+// one waiter is woken, so the next locker sees EOWNERDEAD.
+void ReleaseRobustFutexes(Task& t) {
+  if (t.robust_list == 0) return;
+  const mm::MemoryManager& m = t.mm();
+  auto head = m.CopyInObj<robust_list_head>(mm::GuestAddr(t.robust_list));
+  if (!head.ok()) return;
+  const uint64_t head_addr = t.robust_list;
+  auto release = [&](uint64_t entry) {
+    uint64_t word_addr = (entry & ~uint64_t{1}) + head->futex_offset;
+    auto word = FutexWordPtr(m, mm::GuestAddr(word_addr));
+    if (!word.ok()) return;
+    std::atomic_ref<uint32_t> ref(**word);
+    uint32_t old = ref.load();
+    do {
+      if ((old & FUTEX_TID_MASK) != static_cast<uint32_t>(t.tid())) return;
+    } while (!ref.compare_exchange_weak(old, (old & FUTEX_WAITERS) | FUTEX_OWNER_DIED));
+    if (old & FUTEX_WAITERS) {
+      // A shared wake, as Linux does: the mutex may be process-shared.
+      auto key = FutexKeyFor(m, mm::GuestAddr(word_addr), /*private_op=*/false);
+      if (key.ok()) t.kernel().futexes().Wake(*key, 1, FUTEX_BITSET_MATCH_ANY);
+    }
+  };
+  uint64_t entry = reinterpret_cast<uint64_t>(head->list.next);
+  const uint64_t pending = reinterpret_cast<uint64_t>(head->list_op_pending);
+  // Linux's bound on the walk (ROBUST_LIST_LIMIT): a cyclic list cannot hang us.
+  for (int i = 0; i < 2048 && entry != head_addr && entry != 0; i++) {
+    auto next = m.CopyInObj<uint64_t>(mm::GuestAddr(entry & ~uint64_t{1}));
+    if (!next.ok()) break;
+    if (entry != pending) release(entry);
+    entry = *next;
+  }
+  if (pending != 0) release(pending);
+  t.robust_list = 0;
+}
+
 void ReapChild(Kernel& k, ThreadGroup& parent, ThreadGroup& child) {
   child.reaped = true;
   parent.child_utime_us += child.utime_us + child.child_utime_us;
@@ -109,19 +148,32 @@ void ExitGroup(ThreadGroup& tg, int wait_status) {
 void TaskExited(Task& t) {
   Kernel& k = t.kernel();
   std::shared_ptr<ThreadGroup> tg = t.thread_group_ptr();
-  if (t.clear_child_tid != 0 && t.mm_ptr()) {
-    uint32_t zero = 0;
-    (void)t.mm().CopyOut(mm::GuestAddr(t.clear_child_tid), &zero, sizeof(zero));
+  if (t.mm_ptr()) {
+    ReleaseRobustFutexes(t);
+    if (t.clear_child_tid != 0) {
+      // CLONE_CHILD_CLEARTID: pthread_join sleeps on this word until it reads 0.
+      mm::GuestAddr addr(t.clear_child_tid);
+      uint32_t zero = 0;
+      if (t.mm().CopyOut(addr, &zero, sizeof(zero)).ok()) {
+        auto key = FutexKeyFor(t.mm(), addr, /*private_op=*/false);  // a shared wake, as Linux
+        if (key.ok()) k.futexes().Wake(*key, 1, FUTEX_BITSET_MATCH_ANY);
+      }
+    }
   }
   // The address space (a stub process under ptrace) must die on this thread.
-  t.set_mm(nullptr);
   t.ctx.reset();
+  t.set_mm(nullptr);
   t.set_fds(nullptr);
   t.set_fs(nullptr);
   auto& tasks = tg->tasks;
   tasks.erase(std::remove(tasks.begin(), tasks.end(), &t), tasks.end());
   k.UnregisterTask(&t);
-  if (tasks.empty()) GroupExited(k, tg);
+  tg->thread_exit_wq.Notify(kAllEvents);
+  if (tasks.empty()) {
+    // The last thread left with exit(2) rather than exit_group: its status is the group's.
+    if (!tg->exiting) tg->exit_status = t.exit_code;
+    GroupExited(k, tg);
+  }
   delete &t;
 }
 

@@ -102,7 +102,7 @@ int HandleSyscall(Task& t) {
   }
   int64_t raw = r.ok() ? static_cast<int64_t>(r.value()) : -static_cast<int64_t>(r.error());
   if (strace) {
-    if (!entry.empty() && (t.regs_replaced || t.killed || t.thread_group().exiting)) {
+    if (!entry.empty() && (t.regs_replaced || t.killed || t.exiting || t.thread_group().exiting)) {
       // execve succeeded (0), rt_sigreturn restored rax, exit/exit_group never return (?).
       std::string result = !t.regs_replaced ? "?"
                            : args.nr == 15  ? absl::StrCat(static_cast<int64_t>(gp.rax))
@@ -125,10 +125,10 @@ void RunTask(Task* t) {
   k.mu.Lock();
   int restart = 0;
   while (true) {
-    if (t->killed || t->thread_group().exiting) break;
+    if (t->killed || t->exiting || t->thread_group().exiting) break;
     DeliverSignals(*t, restart);
     restart = 0;
-    if (t->killed || t->thread_group().exiting) break;
+    if (t->killed || t->exiting || t->thread_group().exiting) break;
 
     if (!t->ctx) {
       auto ctx = k.platform().NewContext();

@@ -46,6 +46,8 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   // vfork: the parent sleeps until the child execs or exits.
   bool vfork_pending = false;
   WaitQueue vfork_wq;
+  // execve from one thread waits here for the group's other threads to be gone.
+  WaitQueue thread_exit_wq;
   // Parents wait here for child state changes (wait4/waitid).
   WaitQueue child_wq;
 

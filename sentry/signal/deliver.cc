@@ -43,8 +43,10 @@ void SendGroupSignal(ThreadGroup& tg, const siginfo_t& info) {
   Task* leader = tg.leader();
   if (Ignored(tg, leader, sig)) return;
   tg.pending.Enqueue(info);
+  // Wake one thread that can take it (the leader first, as Linux prefers); it stays
+  // pending for the group until some thread that does not block it dequeues it.
   for (Task* t : tg.tasks) {
-    if (!(t->sig->mask & SigBit(sig))) {
+    if (!t->exiting && !t->killed && !(t->sig->mask & SigBit(sig))) {
       t->Interrupt();
       break;
     }

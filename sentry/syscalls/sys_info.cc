@@ -282,8 +282,11 @@ SyscallResult SysSetRobustList(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysGetRobustList(Task& t, const SyscallArgs& a) {
-  if (a.i32(0) != 0 && a.i32(0) != t.tid()) return Errno{EPERM};
-  RETURN_IF_ERRNO(t.mm().CopyOutObj<uint64_t>(a.ptr(1), t.robust_list));
+  Task* target = a.i32(0) == 0 ? &t : t.kernel().FindTask(a.i32(0));
+  if (target == nullptr) return Errno{ESRCH};
+  // Only the caller's own process (no ptrace-style access to others).
+  if (&target->thread_group() != &t.thread_group()) return Errno{EPERM};
+  RETURN_IF_ERRNO(t.mm().CopyOutObj<uint64_t>(a.ptr(1), target->robust_list));
   RETURN_IF_ERRNO(t.mm().CopyOutObj<uint64_t>(a.ptr(2), 24));
   return 0;
 }

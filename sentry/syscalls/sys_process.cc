@@ -110,8 +110,10 @@ SyscallResult SysExecve(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysExit(Task& t, const SyscallArgs& a) {
-  // Without threads, the thread's exit is the process's exit.
-  ExitGroup(t.thread_group(), (a.i32(0) & 0xff) << 8);
+  // Only this thread ends; the run loop stops and TaskExited reports the group's exit
+  // with this status if it was the last thread.
+  t.exit_code = (a.i32(0) & 0xff) << 8;
+  t.exiting = true;
   return 0;
 }
 

@@ -150,9 +150,6 @@ print(os.waitpid(pid, 0)[1])
 )py";
 
 TEST_P(CompatTest, PosixSpawnSharesTheParentsMemory) {
-  if (GetParam() == "ptrace") {
-    GTEST_SKIP() << "ptrace runs vfork children in a copy of the address space (documented)";
-  }
   ExpectSameAsNative({"/usr/bin/python3", "-c", kSpawnScript});
 }
 
@@ -243,6 +240,74 @@ print(os.eventfd_read(c), os.readlink("/proc/self/fd/%d" % c))
 
 TEST_P(CompatTest, PythonSelectorsEpollAndEventfd) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kEpollScript});
+}
+
+// Threads: a queue.Queue fed by 8 worker threads, a ThreadPoolExecutor, a lock-protected
+// counter, a condition variable and thread-local data. The output is made independent
+// of scheduling order.
+constexpr char kPythonThreadsScript[] = R"py(
+import threading, queue, concurrent.futures, os
+q = queue.Queue()
+results = queue.Queue()
+def worker(n):
+    while True:
+        item = q.get()
+        if item is None:
+            break
+        results.put((item, item * item, threading.get_ident() != main_ident))
+main_ident = threading.get_ident()
+threads = [threading.Thread(target=worker, args=(i,), name=f"w{i}") for i in range(8)]
+for t in threads: t.start()
+for i in range(200): q.put(i)
+for _ in threads: q.put(None)
+for t in threads: t.join()
+got = sorted(results.get() for _ in range(200))
+print(len(got), sum(sq for _, sq, _ in got), all(other for _, _, other in got))
+with concurrent.futures.ThreadPoolExecutor(max_workers=6) as ex:
+    print(sum(ex.map(lambda x: x * 3, range(1000))))
+    futs = [ex.submit(os.getpid) for _ in range(20)]
+    print(all(f.result() == os.getpid() for f in futs))
+lock = threading.Lock()
+count = 0
+def bump():
+    global count
+    for _ in range(2000):
+        with lock:
+            count += 1
+ts = [threading.Thread(target=bump) for _ in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(count)
+cv = threading.Condition()
+ready = []
+def waiter(i):
+    with cv:
+        cv.wait_for(lambda: ready)
+        ready.append(i)
+ws = [threading.Thread(target=waiter, args=(i,)) for i in range(4)]
+for w in ws: w.start()
+with cv:
+    ready.append("go")
+    cv.notify_all()
+for w in ws: w.join()
+print(sorted(map(str, ready)))
+local = threading.local()
+def setlocal(v, out):
+    local.v = v
+    out.append(local.v)
+out = []
+ls = [threading.Thread(target=setlocal, args=(i, out)) for i in range(5)]
+for t in ls: t.start()
+for t in ls: t.join()
+print(sorted(out), hasattr(local, "v"), threading.active_count())
+ev = threading.Event()
+timer = threading.Timer(0.05, ev.set)
+timer.start()
+print(ev.wait(5))
+)py";
+
+TEST_P(CompatTest, PythonThreads) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonThreadsScript});
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
