@@ -1,8 +1,11 @@
 // What the sandbox must not let through: writes reaching host files, masked secrets,
 // writes to read-only mounts, symlinks and ".." escaping a mount. Every check is on the
 // host's bytes or on a unique marker, never on a message alone.
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -121,6 +124,38 @@ TEST_P(IsolationTest, NothingOutsideTheMountsIsReachable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, IsolationTest, ::testing::ValuesIn(kTestPlatforms));
+
+// AF_UNIX sockets live in the sentry: a host socket inside a rw mount cannot be
+// connected to, and binding there makes no host socket (EPERM, noted in the table).
+TEST_P(IsolationTest, UnixSocketsNeverReachTheHost) {
+  TempDir host;
+  const std::string mnt = host.path() + "/mnt";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0777), 0);
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::string host_sock = mnt + "/host.sock";
+  ASSERT_LT(host_sock.size(), sizeof(sa.sun_path));
+  memcpy(sa.sun_path, host_sock.c_str(), host_sock.size() + 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  constexpr char kScript[] = R"py(
+import errno, socket
+for op, path in (("connect", "/data/host.sock"), ("bind", "/data/new.sock")):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        getattr(s, op)(path)
+        print(op, "ok")
+    except OSError as e:
+        print(op, errno.errorcode[e.errno])
+)py";
+  RunResult r = Sandboxed({"/usr/bin/python3", "-c", kScript}, {"--mount", mnt + ":/data:rw"});
+  EXPECT_EQ(r.out, "connect ECONNREFUSED\nbind EPERM\n") << r.Describe();
+  EXPECT_LT(accept(listener, nullptr, nullptr), 0);  // nobody knocked
+  close(listener);
+  EXPECT_FALSE(HostPathExists(mnt + "/new.sock"));
+}
 
 }  // namespace
 }  // namespace usentry::testing
