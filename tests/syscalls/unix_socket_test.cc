@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -953,6 +954,75 @@ TEST(UnixSocket, SocketCallsOnOtherFiles) {
   EXPECT_ERRNO(getsockname(r.get(), reinterpret_cast<sockaddr*>(&sa), &len), ENOTSOCK);
   EXPECT_ERRNO(shutdown(r.get(), SHUT_RD), ENOTSOCK);
   EXPECT_ERRNO(getsockname(999, reinterpret_cast<sockaddr*>(&sa), &len), EBADF);
+}
+
+TEST(UnixSocket, ReadvWritevKeepOneRecord) {
+  Pair p = MakePair(SOCK_SEQPACKET);
+  char a[] = "ab", b[] = "cde";
+  iovec out[2] = {{a, 2}, {b, 3}};
+  ASSERT_EQ(writev(p.a.get(), out, 2), 5);
+  char x[3] = {}, y[8] = {};
+  iovec in[2] = {{x, 3}, {y, sizeof(y)}};
+  ASSERT_EQ(readv(p.b.get(), in, 2), 5);
+  EXPECT_EQ(std::string(x, 3), "abc");
+  EXPECT_EQ(std::string(y, 2), "de");
+}
+
+TEST(UnixSocket, DgramReceiverQueueFillsForStrangers) {
+  Addr a = AbstractAddr("dgram-queue");
+  ScopedFd srv(socket(AF_UNIX, SOCK_DGRAM, 0));
+  ASSERT_SYS_OK(bind(srv.get(), a.get(), a.len));
+  ScopedFd cli(socket(AF_UNIX, SOCK_DGRAM, 0));
+  int sent = 0;
+  while (sent < 1000) {
+    if (sendto(cli.get(), "q", 1, MSG_DONTWAIT, a.get(), a.len) < 0) {
+      EXPECT_EQ(errno, EAGAIN);
+      break;
+    }
+    ++sent;
+  }
+  EXPECT_GT(sent, 0);
+  EXPECT_LT(sent, 1000);  // net.unix.max_dgram_qlen bounds the queue
+  char c;
+  ASSERT_EQ(recv(srv.get(), &c, 1, 0), 1);
+  EXPECT_EQ(sendto(cli.get(), "q", 1, MSG_DONTWAIT, a.get(), a.len), 1);
+}
+
+TEST(UnixSocket, DgramShutdownReadGivesZero) {
+  Pair p = MakePair(SOCK_DGRAM);
+  ASSERT_SYS_OK(shutdown(p.a.get(), SHUT_RD));
+  char c;
+  EXPECT_EQ(recv(p.a.get(), &c, 1, 0), 0);
+  EXPECT_ERRNO(send(p.b.get(), "x", 1, 0), EPIPE);
+  pollfd pfd{p.a.get(), POLLIN | POLLRDHUP, 0};
+  ASSERT_EQ(poll(&pfd, 1, 0), 1);
+  EXPECT_EQ(pfd.revents, POLLIN | POLLRDHUP);
+}
+
+TEST(UnixSocket, PathLookupFollowsTheInode) {
+  TempDir dir;
+  Addr a = PathAddr(dir.Child("first"));
+  ScopedFd srv = Listener(a);
+  Addr b = PathAddr(dir.Child("renamed"));
+  ASSERT_SYS_OK(rename(a.sa.sun_path, b.sa.sun_path));
+  ScopedFd c(socket(AF_UNIX, SOCK_STREAM, 0));
+  EXPECT_ERRNO(connect(c.get(), a.get(), a.len), ENOENT);
+  ASSERT_SYS_OK(connect(c.get(), b.get(), b.len));
+  ASSERT_SYS_OK(unlink(b.sa.sun_path));
+  ScopedFd c2(socket(AF_UNIX, SOCK_STREAM, 0));
+  EXPECT_ERRNO(connect(c2.get(), b.get(), b.len), ENOENT);
+  // The established connection does not care.
+  ScopedFd conn(accept(srv.get(), nullptr, nullptr));
+  ASSERT_SYS_OK(conn.get());
+  ASSERT_EQ(write(c.get(), "z", 1), 1);
+  char z;
+  EXPECT_EQ(read(conn.get(), &z, 1), 1);
+  // A socket node nobody is bound to (mknod) refuses connections.
+  std::string node = dir.Child("node");
+  ASSERT_SYS_OK(mknod(node.c_str(), S_IFSOCK | 0777, 0));
+  Addr n = PathAddr(node);
+  ScopedFd c3(socket(AF_UNIX, SOCK_STREAM, 0));
+  EXPECT_ERRNO(connect(c3.get(), n.get(), n.len), ECONNREFUSED);
 }
 
 }  // namespace
