@@ -273,5 +273,40 @@ TEST_P(CompatTest, PythonMultiprocessingConnection) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kMultiprocessingConnectionScript, "@DIR@"});
 }
 
+// socketserver's forking Unix stream server (poll-driven serve_forever, a child per
+// connection, makefile() streams, shutdown(SHUT_WR) as end of request).
+constexpr char kSocketServerScript[] = R"py(
+import os, socket, socketserver, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+path = os.path.join(d, "ss.sock")
+class Echo(socketserver.StreamRequestHandler):
+    def handle(self):
+        for line in self.rfile:
+            self.wfile.write(line.upper())
+class Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
+    pass
+srv = Server(path, Echo)
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    srv.serve_forever(poll_interval=0.05)
+    os._exit(0)
+srv.socket.close()
+for i in range(3):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.connect(path)
+        f = c.makefile("rwb")
+        f.write(b"hello %d\nsecond line\n" % i); f.flush()
+        c.shutdown(socket.SHUT_WR)
+        print(f.read().decode().split())
+os.kill(pid, 15)
+print(os.waitpid(pid, 0)[1])
+)py";
+
+TEST_P(CompatTest, PythonForkingUnixStreamServer) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kSocketServerScript, "@DIR@"});
+}
+
 }  // namespace
 }  // namespace usentry::testing
