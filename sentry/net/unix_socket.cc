@@ -151,7 +151,8 @@ SysStatus UnixSocket::Listen(Task& task, int backlog) {
   if (addr_.unnamed()) return Errno{EINVAL};
   if (state_ == State::kConnected) return Errno{EINVAL};
   if (static_cast<unsigned>(backlog) > static_cast<unsigned>(kSomaxconn)) backlog = kSomaxconn;
-  listen_cred_ = CredsOf(task);
+  // Linux also makes the listener's own SO_PEERCRED the listening process.
+  listen_cred_ = peer_cred_ = CredsOf(task);
   state_ = State::kListening;
   backlog_ = backlog;
   wq_.Notify(kAllEvents);  // a larger backlog may let waiting connects in
@@ -169,7 +170,8 @@ SysResult<std::shared_ptr<UnixSocket>> UnixSocket::Accept(Task& task) {
   std::shared_ptr<UnixSocket> s = std::move(accept_queue_.front());
   accept_queue_.pop_front();
   s->embryo_ = false;
-  wq_.Notify(kWritable);  // room in the backlog for a waiting connect
+  s->passcred_ = passcred_;  // inherited at accept time, like Linux's SOCK_PASSCRED
+  wq_.Notify(kWritable);     // room in the backlog for a waiting connect
   return s;
 }
 

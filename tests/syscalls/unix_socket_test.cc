@@ -730,6 +730,9 @@ TEST(UnixSocket, SoPeercredNamesTheConnectingProcess) {
 
   Addr a = AbstractAddr("peercred");
   ScopedFd srv = Listener(a);
+  len = sizeof(cred);
+  ASSERT_SYS_OK(getsockopt(srv.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len));
+  EXPECT_EQ(cred.pid, getpid());  // a listener reports the process that called listen()
   pid_t pid = fork();
   ASSERT_SYS_OK(pid);
   if (pid == 0) {
