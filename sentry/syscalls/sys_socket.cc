@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "abi/socket.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -78,7 +79,7 @@ SysResult<std::shared_ptr<net::UnixSocket>> GetSocket(Task& task, int fd) {
 }
 
 SysResult<std::string> CopyInSockaddr(Task& task, mm::GuestAddr addr, int64_t len) {
-  if (len < 0 || len > static_cast<int64_t>(sizeof(struct sockaddr_storage))) {
+  if (len < 0 || len > static_cast<int64_t>(abi::kSockaddrStorageSize)) {
     return Errno{EINVAL};
   }
   std::string sa(static_cast<size_t>(len), '\0');

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "abi/misc.h"
+#include "abi/socket.h"
 #include "absl/time/clock.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -19,28 +20,22 @@
 namespace usentry::sentry {
 namespace {
 
-// struct msghdr / mmsghdr as x86-64 lays them out.
-struct MsgHdr {
-  uint64_t name;
-  uint32_t namelen;
-  uint32_t pad0;
-  uint64_t iov;
-  uint64_t iovlen;
-  uint64_t control;
-  uint64_t controllen;
-  int32_t flags;
-  uint32_t pad1;
-};
+using abi::CmsgAlign;
+using abi::CmsgLen;
+using abi::CmsgSpace;
+using abi::MsgHdr;
+// The abi/ layouts are the ones glibc's headers use.
 static_assert(sizeof(MsgHdr) == sizeof(struct msghdr));
 static_assert(offsetof(MsgHdr, flags) == offsetof(struct msghdr, msg_flags));
 static_assert(offsetof(MsgHdr, controllen) == offsetof(struct msghdr, msg_controllen));
-constexpr size_t kMmsgHdrSize = sizeof(struct mmsghdr);
-constexpr size_t kMmsgLenOffset = offsetof(struct mmsghdr, msg_len);
-
-constexpr size_t kCmsgHdrLen = sizeof(struct cmsghdr);  // 16
-constexpr size_t CmsgAlign(size_t n) { return (n + sizeof(size_t) - 1) & ~(sizeof(size_t) - 1); }
-constexpr size_t CmsgLen(size_t n) { return kCmsgHdrLen + n; }
-constexpr size_t CmsgSpace(size_t n) { return kCmsgHdrLen + CmsgAlign(n); }
+static_assert(sizeof(abi::MmsgHdr) == sizeof(struct mmsghdr));
+static_assert(offsetof(abi::MmsgHdr, len) == offsetof(struct mmsghdr, msg_len));
+static_assert(sizeof(abi::CmsgHdr) == sizeof(struct cmsghdr));
+static_assert(CmsgSpace(sizeof(int)) == CMSG_SPACE(sizeof(int)));
+static_assert(sizeof(abi::Ucred) == sizeof(struct ucred));
+constexpr size_t kMmsgHdrSize = sizeof(abi::MmsgHdr);
+constexpr size_t kMmsgLenOffset = offsetof(abi::MmsgHdr, len);
+constexpr size_t kCmsgHdrLen = sizeof(abi::CmsgHdr);
 
 // Parses the control messages of a send into `args` (Linux's __scm_send): SCM_RIGHTS
 // and SCM_CREDENTIALS at SOL_SOCKET; other levels are ignored; anything else EINVAL.
@@ -52,13 +47,13 @@ SysStatus ParseControl(Task& task, mm::GuestAddr control, uint64_t controllen,
   RETURN_IF_ERRNO(task.mm().CopyIn(control, buf.data(), buf.size()));
   size_t off = 0;
   while (off + kCmsgHdrLen <= buf.size()) {
-    struct cmsghdr h;
+    abi::CmsgHdr h;
     memcpy(&h, buf.data() + off, kCmsgHdrLen);
-    if (h.cmsg_len < kCmsgHdrLen || h.cmsg_len > buf.size() - off) return Errno{EINVAL};
+    if (h.len < kCmsgHdrLen || h.len > buf.size() - off) return Errno{EINVAL};
     const char* data = buf.data() + off + kCmsgHdrLen;
-    size_t data_len = h.cmsg_len - kCmsgHdrLen;
-    if (h.cmsg_level == SOL_SOCKET) {
-      if (h.cmsg_type == SCM_RIGHTS) {
+    size_t data_len = h.len - kCmsgHdrLen;
+    if (h.level == SOL_SOCKET) {
+      if (h.type == SCM_RIGHTS) {
         size_t n = data_len / sizeof(int);
         if (args.rights.size() + n > net::kMaxFdsPerMessage) return Errno{EINVAL};
         for (size_t i = 0; i < n; ++i) {
@@ -67,9 +62,9 @@ SysStatus ParseControl(Task& task, mm::GuestAddr control, uint64_t controllen,
           ASSIGN_OR_RETURN_ERRNO(auto file, task.fds().Get(fd));
           args.rights.push_back(std::move(file));
         }
-      } else if (h.cmsg_type == SCM_CREDENTIALS) {
-        if (h.cmsg_len != CmsgLen(sizeof(struct ucred))) return Errno{EINVAL};
-        struct ucred uc;
+      } else if (h.type == SCM_CREDENTIALS) {
+        if (h.len != CmsgLen(sizeof(abi::Ucred))) return Errno{EINVAL};
+        abi::Ucred uc;
         memcpy(&uc, data, sizeof(uc));
         const Credentials& c = task.creds();
         bool root = c.euid == 0;
@@ -82,7 +77,7 @@ SysStatus ParseControl(Task& task, mm::GuestAddr control, uint64_t controllen,
         return Errno{EINVAL};
       }
     }
-    off += CmsgAlign(h.cmsg_len);
+    off += CmsgAlign(h.len);
   }
   return SysOk();
 }
@@ -136,10 +131,10 @@ class ControlWriter {
 
  private:
   void AppendHeader(size_t cmlen, int level, int type) {
-    struct cmsghdr h;
-    h.cmsg_len = cmlen;
-    h.cmsg_level = level;
-    h.cmsg_type = type;
+    abi::CmsgHdr h;
+    h.len = cmlen;
+    h.level = level;
+    h.type = type;
     buf_.append(reinterpret_cast<const char*>(&h), kCmsgHdrLen);
   }
   void Pad(size_t n) { buf_.append(n, '\0'); }
@@ -166,7 +161,7 @@ SysResult<size_t> SendMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr m
   args.flags = flags;
   if (h.name != 0 && h.namelen != 0) {
     if (static_cast<int32_t>(h.namelen) < 0) return Errno{EINVAL};
-    size_t len = std::min<size_t>(h.namelen, sizeof(struct sockaddr_storage));
+    size_t len = std::min<size_t>(h.namelen, abi::kSockaddrStorageSize);
     ASSIGN_OR_RETURN_ERRNO(args.name, CopyInSockaddr(task, mm::GuestAddr(h.name), len));
   }
   ASSIGN_OR_RETURN_ERRNO(auto iovs, MsgIovecs(task, h, mm::Access::kRead));
@@ -191,9 +186,7 @@ SysResult<size_t> RecvMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr m
   }
   ControlWriter cw(h.control != 0 ? h.controllen : 0);
   if (out.has_creds) {
-    struct ucred uc {
-      out.creds.pid, out.creds.uid, out.creds.gid
-    };
+    abi::Ucred uc{out.creds.pid, out.creds.uid, out.creds.gid};
     cw.Put(SOL_SOCKET, SCM_CREDENTIALS, &uc, sizeof(uc));
   }
   cw.PutRights(task, out.rights, flags & MSG_CMSG_CLOEXEC);
