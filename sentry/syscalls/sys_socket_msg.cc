@@ -12,6 +12,7 @@
 #include "abi/socket.h"
 #include "absl/time/clock.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/syscalls/sys_socket.h"
@@ -36,6 +37,25 @@ static_assert(sizeof(abi::Ucred) == sizeof(struct ucred));
 constexpr size_t kMmsgHdrSize = sizeof(abi::MmsgHdr);
 constexpr size_t kMmsgLenOffset = offsetof(abi::MmsgHdr, len);
 constexpr size_t kCmsgHdrLen = sizeof(abi::CmsgHdr);
+
+// Receives into the app's spans. Mid-sized receives go through a bounce buffer and
+// reach app memory by pwrite, as read(2) does (sys_read_write.cc): copying straight into
+// app memory first-touches each page through the sentry's mapping, which costs more
+// than the extra copy from about two pages.
+constexpr size_t kBounceMin = 8 << 10;
+SysResult<size_t> ReceiveInto(Task& task, net::UnixSocket& sock, absl::Span<const iovec> iovs,
+                              int flags, net::RecvResult* out) {
+  size_t total = 0;
+  for (const iovec& v : iovs) total += v.iov_len;
+  if (total < kBounceMin || total > mm::BounceBuffer::kSize) {
+    return sock.RecvMsg(&task, iovs, flags, out);
+  }
+  mm::BounceBuffer bounce;
+  const iovec one{bounce.data(), total};
+  ASSIGN_OR_RETURN_ERRNO(size_t n, sock.RecvMsg(&task, absl::MakeConstSpan(&one, 1), flags, out));
+  task.mm().WriteSpans(iovs, bounce.data(), out->copied);
+  return n;
+}
 
 // Parses the control messages of a send into `args` (Linux's __scm_send): SCM_RIGHTS
 // and SCM_CREDENTIALS at SOL_SOCKET; other levels are ignored; anything else EINVAL.
@@ -177,7 +197,7 @@ SysResult<size_t> RecvMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr m
   if (h.name != 0 && static_cast<int32_t>(h.namelen) < 0) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(auto iovs, MsgIovecs(task, h, mm::Access::kWrite));
   net::RecvResult out;
-  ASSIGN_OR_RETURN_ERRNO(size_t n, sock.RecvMsg(&task, iovs, flags, &out));
+  ASSIGN_OR_RETURN_ERRNO(size_t n, ReceiveInto(task, sock, iovs, flags, &out));
   if (h.name != 0) {
     std::string sa = out.has_from && !out.from.unnamed() ? out.from.ToSockaddr() : "";
     size_t copy = std::min<size_t>(h.namelen, sa.size());
@@ -228,7 +248,7 @@ SyscallResult SysRecvfrom(Task& task, const SyscallArgs& args) {
     ASSIGN_OR_RETURN_ERRNO(iovs, task.mm().Translate(args.ptr(1), len, mm::Access::kWrite));
   }
   net::RecvResult out;
-  ASSIGN_OR_RETURN_ERRNO(size_t n, sock->RecvMsg(&task, iovs, args.i32(3), &out));
+  ASSIGN_OR_RETURN_ERRNO(size_t n, ReceiveInto(task, *sock, iovs, args.i32(3), &out));
   if (!args.ptr(4).IsNull()) {
     std::string sa = out.has_from && !out.from.unnamed() ? out.from.ToSockaddr() : "";
     RETURN_IF_ERRNO(CopyOutSockaddr(task, sa, args.ptr(4), args.ptr(5)));
