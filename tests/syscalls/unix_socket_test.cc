@@ -2,6 +2,7 @@
 // stream vs message semantics, shutdown and close, SCM_RIGHTS/SCM_CREDENTIALS, options,
 // readiness and ioctls.
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -931,6 +932,17 @@ TEST(UnixSocket, FionreadCountsStreamBytesAndNextDatagram) {
   ASSERT_EQ(write(d.a.get(), "de", 2), 2);
   ASSERT_SYS_OK(ioctl(d.b.get(), FIONREAD, &n));
   EXPECT_EQ(n, 3);
+  // SIOCOUTQ: what we sent that the peer has not read yet.
+  Pair o = MakePair(SOCK_STREAM);
+  ASSERT_EQ(write(o.a.get(), "0123456789", 10), 10);
+  ASSERT_SYS_OK(ioctl(o.a.get(), SIOCOUTQ, &n));
+  EXPECT_GE(n, 10);
+  char buf[16];
+  ASSERT_EQ(read(o.b.get(), buf, sizeof(buf)), 10);
+  ASSERT_SYS_OK(ioctl(o.a.get(), SIOCOUTQ, &n));
+  EXPECT_EQ(n, 0);
+  ASSERT_SYS_OK(ioctl(o.b.get(), SIOCINQ, &n));
+  EXPECT_EQ(n, 0);
   Addr a = AbstractAddr("fionread");
   ScopedFd srv = Listener(a);
   EXPECT_ERRNO(ioctl(srv.get(), FIONREAD, &n), EINVAL);
