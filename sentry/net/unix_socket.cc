@@ -94,6 +94,7 @@ UnixSocket::~UnixSocket() {
   }
   // Destroyed last, after our own state is settled: queued connections and in-flight
   // SCM_RIGHTS may hold the last references of other sockets, whose destructors run now.
+  WakePeerWaiters();  // blocked connects and senders find us gone
   auto pending = std::move(accept_queue_);
   auto queued = std::move(rx_);
   accept_queue_.clear();
@@ -155,7 +156,8 @@ SysStatus UnixSocket::Listen(Task& task, int backlog) {
   listen_cred_ = peer_cred_ = CredsOf(task);
   state_ = State::kListening;
   backlog_ = backlog;
-  wq_.Notify(kAllEvents);  // a larger backlog may let waiting connects in
+  wq_.Notify(kAllEvents);
+  WakePeerWaiters();  // a larger backlog may let waiting connects in
   return SysOk();
 }
 
@@ -171,7 +173,7 @@ SysResult<std::shared_ptr<UnixSocket>> UnixSocket::Accept(Task& task) {
   accept_queue_.pop_front();
   s->embryo_ = false;
   s->passcred_ = passcred_;  // inherited at accept time, like Linux's SOCK_PASSCRED
-  wq_.Notify(kWritable);     // room in the backlog for a waiting connect
+  WakePeerWaiters();         // room in the backlog for a waiting connect
   return s;
 }
 
@@ -183,20 +185,24 @@ SysStatus UnixSocket::Connect(Task& task, const std::string& sockaddr) {
 
 SysStatus UnixSocket::ConnectStream(Task& task, const UnixAddress& a) {
   if (passcred_) RETURN_IF_ERRNO(Autobind());
-  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<UnixSocket> listener, LookupUnixAddress(task, a, type_));
-  if (listener->type_ != type_) return Errno{EPROTOTYPE};
+  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<UnixSocket> found, LookupUnixAddress(task, a, type_));
+  if (found->type_ != type_) return Errno{EPROTOTYPE};
   // Linux looks at the listener's backlog before at our own state: a connected socket
-  // connecting to a full listener gets EAGAIN, not EISCONN.
-  RETURN_IF_ERRNO(
-      WaitLoop(&task, nonblocking(), sndtimeo_, {&listener->wq_}, kWritable, [&]() -> SysStatus {
-        if (listener->state_ != State::kListening) {
-          return Errno{ECONNREFUSED};
-        }
-        if (listener->accept_queue_.size() > static_cast<size_t>(listener->backlog_)) {
-          return Errno{EAGAIN};
-        }
-        return SysOk();
-      }));
+  // connecting to a full listener gets EAGAIN, not EISCONN. While we wait the listener
+  // may close: we hold it only weakly.
+  std::weak_ptr<UnixSocket> weak_listener = found;
+  found.reset();
+  std::shared_ptr<UnixSocket> listener;
+  RETURN_IF_ERRNO(WaitLoop(&task, nonblocking(), sndtimeo_, {&wq_}, kWritable, [&]() -> SysStatus {
+    listener = weak_listener.lock();
+    if (!listener || listener->state_ != State::kListening) return Errno{ECONNREFUSED};
+    if (listener->accept_queue_.size() > static_cast<size_t>(listener->backlog_)) {
+      listener->AddPeerWaiter(self());
+      listener.reset();
+      return Errno{EAGAIN};
+    }
+    return SysOk();
+  }));
   if (state_ == State::kConnected) return Errno{EISCONN};
   if (state_ == State::kListening) return Errno{EINVAL};
   auto server = New(ns_, type_, 0, listener->uid_, listener->gid_);
@@ -245,6 +251,7 @@ SysStatus UnixSocket::Shutdown(int how) {
   int mode = how + 1;  // SHUT_RD -> kShutRd, SHUT_WR -> kShutWr, SHUT_RDWR -> both
   shutdown_ |= mode;
   wq_.Notify(kAllEvents);
+  WakePeerWaiters();  // senders waiting for room now get EPIPE
   if (connection_oriented()) {
     if (auto peer = peer_.lock()) {
       int peer_mode = ((mode & kShutRd) ? kShutWr : 0) | ((mode & kShutWr) ? kShutRd : 0);
@@ -257,16 +264,34 @@ SysStatus UnixSocket::Shutdown(int how) {
 
 // --- readiness, fstat, ioctl ---
 
-bool UnixSocket::Writable() const {
+bool UnixSocket::Writable() {
   if (state_ == State::kListening) return false;
   if (send_buf_->charged * 4 > static_cast<size_t>(sndbuf_)) return false;
   if (type_ == SOCK_DGRAM) {
     // A connected datagram socket whose peer's queue is full (and who is not connected
-    // back to us) cannot send either.
+    // back to us) cannot send either; pollers hear from the peer when that changes.
     auto peer = peer_.lock();
-    if (peer && peer->peer_.lock().get() != this && peer->rx_.size() > kMaxDgramQlen) return false;
+    if (peer && peer->peer_.lock().get() != this && peer->rx_.size() > kMaxDgramQlen) {
+      peer->AddPeerWaiter(self());
+      return false;
+    }
   }
   return true;
+}
+
+void UnixSocket::AddPeerWaiter(const std::shared_ptr<UnixSocket>& s) {
+  for (const auto& w : peer_waiters_) {
+    if (w.lock() == s) return;
+  }
+  peer_waiters_.push_back(s);
+}
+
+void UnixSocket::WakePeerWaiters() {
+  auto waiters = std::move(peer_waiters_);
+  peer_waiters_.clear();
+  for (const auto& w : waiters) {
+    if (auto s = w.lock()) s->wq_.Notify(kWritable);
+  }
 }
 
 EventMask UnixSocket::Readiness(EventMask mask) {

@@ -10,7 +10,10 @@
 // ECONNRESET).
 //
 // Readiness: every change a poller could observe Notify()s the socket's wait queue.
-// Blocking calls sleep on the relevant queues (see WaitLoop in unix_socket.cc).
+// Blocking calls sleep on their own socket's queue (socket_wait.h). A caller waiting for
+// room at another socket (a full listen backlog or datagram queue) does not keep that
+// socket alive: it enrolls in the other's peer waiters, which are told when room frees
+// and when the other socket dies (Linux's peer_wait).
 // All methods run under Kernel::mu.
 #ifndef USENTRY_SENTRY_NET_UNIX_SOCKET_H_
 #define USENTRY_SENTRY_NET_UNIX_SOCKET_H_
@@ -159,7 +162,10 @@ class UnixSocket : public vfs::FileDescription {
     return std::static_pointer_cast<UnixSocket>(shared_from_this());
   }
   bool connection_oriented() const { return type_ != SOCK_DGRAM; }
-  bool Writable() const;
+  bool Writable();
+  // Enrolls `s` to be woken (its queue, POLLOUT) when this socket frees room or dies.
+  void AddPeerWaiter(const std::shared_ptr<UnixSocket>& s);
+  void WakePeerWaiters();
   SysStatus Autobind();
   SysStatus ConnectStream(Task& task, const UnixAddress& a);
   SysStatus ConnectDgram(Task& task, const std::string& sockaddr);
@@ -201,6 +207,7 @@ class UnixSocket : public vfs::FileDescription {
   std::deque<std::shared_ptr<UnixSocket>> accept_queue_;
   int backlog_ = 0;
   std::shared_ptr<SendBuffer> send_buf_;
+  std::vector<std::weak_ptr<UnixSocket>> peer_waiters_;
 
   // Options.
   bool passcred_ = false;

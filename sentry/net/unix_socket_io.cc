@@ -134,13 +134,13 @@ SysResult<size_t> UnixSocket::SendDatagram(Task* task, SendArgs& args) {
   if (error_) return Errno{std::exchange(error_, 0)};
   if (shutdown_ & kShutWr) return Errno{EPIPE};
 
-  std::shared_ptr<UnixSocket> target;
+  std::shared_ptr<UnixSocket> found;
   if (to) {
     if (task == nullptr) return Errno{EINVAL};
-    ASSIGN_OR_RETURN_ERRNO(target, LookupUnixAddress(*task, *to, type_));
+    ASSIGN_OR_RETURN_ERRNO(found, LookupUnixAddress(*task, *to, type_));
   } else {
-    target = peer_.lock();
-    if (!target) {
+    found = peer_.lock();
+    if (!found) {
       if (type_ == SOCK_SEQPACKET) return Errno{EPIPE};
       // The peer we were connected to is gone: forget it, once.
       peer_.reset();
@@ -148,19 +148,33 @@ SysResult<size_t> UnixSocket::SendDatagram(Task* task, SendArgs& args) {
       return Errno{ECONNREFUSED};
     }
   }
-  if (target->type_ != type_) return Errno{EPROTOTYPE};
+  if (found->type_ != type_) return Errno{EPROTOTYPE};
+  // Held weakly while we wait: the receiver may close meanwhile.
+  std::weak_ptr<UnixSocket> weak_target = found;
+  found.reset();
   SysStatus st = WaitLoop(task, nonblocking_for(args.flags),
-                          args.use_timeout ? sndtimeo_ : absl::ZeroDuration(), {&wq_, &target->wq_},
-                          kWritable, [&]() -> SysStatus {
+                          args.use_timeout ? sndtimeo_ : absl::ZeroDuration(), {&wq_}, kWritable,
+                          [&]() -> SysStatus {
                             if (send_buf_->charged >= static_cast<size_t>(sndbuf_))
                               return Errno{EAGAIN};
+                            auto target = weak_target.lock();
+                            if (!target) {
+                              if (type_ == SOCK_SEQPACKET) return Errno{EPIPE};
+                              if (!to) {  // our connected peer died while we waited
+                                peer_.reset();
+                                state_ = State::kUnconnected;
+                              }
+                              return Errno{ECONNREFUSED};
+                            }
                             auto target_peer = target->peer_.lock();
                             bool connected_back = target_peer.get() == this;
                             if (type_ == SOCK_DGRAM && target_peer && !connected_back)
                               return Errno{EPERM};
                             if (target->shutdown_ & kShutRd) return Errno{EPIPE};
-                            if (!connected_back && target->rx_.size() > kMaxDgramQlen)
+                            if (!connected_back && target->rx_.size() > kMaxDgramQlen) {
+                              target->AddPeerWaiter(self());
                               return Errno{EAGAIN};
+                            }
                             Message m = MakeMessage(task, args, 0, total);
                             m.rights = std::move(args.rights);
                             target->Enqueue(std::move(m));

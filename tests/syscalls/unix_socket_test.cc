@@ -1040,5 +1040,41 @@ TEST(UnixSocket, PathLookupFollowsTheInode) {
   EXPECT_ERRNO(connect(c3.get(), n.get(), n.len), ECONNREFUSED);
 }
 
+TEST(UnixSocket, BlockedConnectFailsWhenTheListenerCloses) {
+  Addr a = AbstractAddr("closing-listener");
+  ScopedFd srv = Listener(a, SOCK_STREAM, 0);
+  ScopedFd first = Connected(a);  // fills the backlog
+  pid_t pid = fork();
+  ASSERT_SYS_OK(pid);
+  if (pid == 0) {
+    close(srv.get());
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    int r = connect(c, a.get(), a.len);  // sleeps: the backlog is full
+    _exit(r == -1 && errno == ECONNREFUSED ? 0 : 1);
+  }
+  usleep(100000);
+  srv.reset();
+  EXPECT_EQ(WaitChild(pid), 0);
+}
+
+TEST(UnixSocket, BlockedDgramSendFailsWhenTheReceiverCloses) {
+  Addr a = AbstractAddr("closing-dgram");
+  ScopedFd srv(socket(AF_UNIX, SOCK_DGRAM, 0));
+  ASSERT_SYS_OK(bind(srv.get(), a.get(), a.len));
+  pid_t pid = fork();
+  ASSERT_SYS_OK(pid);
+  if (pid == 0) {
+    close(srv.get());
+    int c = socket(AF_UNIX, SOCK_DGRAM, 0);
+    for (int i = 0; i < 1000; ++i) {  // the queue fills, then a send sleeps
+      if (sendto(c, "q", 1, 0, a.get(), a.len) < 0) _exit(errno == ECONNREFUSED ? 0 : 1);
+    }
+    _exit(2);
+  }
+  usleep(100000);
+  srv.reset();
+  EXPECT_EQ(WaitChild(pid), 0);
+}
+
 }  // namespace
 }  // namespace syscall_test
