@@ -35,6 +35,9 @@ class MemoryFile;
 namespace vfs {
 class Vfs;
 }
+namespace net {
+class UnixNamespace;
+}
 
 class Task;
 class ThreadGroup;
@@ -59,6 +62,8 @@ class Kernel {
   platform::Platform& platform() const { return *platform_; }
   mm::MemoryFile& memory_file() const { return *mf_; }
   vfs::Vfs& vfs() const { return *vfs_; }
+  // AF_UNIX names of this sandbox (made on first use; defined in sentry/net).
+  const std::shared_ptr<net::UnixNamespace>& unix_namespace();
   absl::Time boot_time() const { return boot_time_; }
   FutexTable& futexes() { return futexes_; }
   const std::string& hostname() const { return hostname_; }
@@ -95,6 +100,7 @@ class Kernel {
   std::unique_ptr<platform::Platform> platform_;
   std::unique_ptr<mm::MemoryFile> mf_;
   std::unique_ptr<vfs::Vfs> vfs_;
+  std::shared_ptr<net::UnixNamespace> unix_ns_;
   absl::Time boot_time_;
   std::string hostname_;
   FutexTable futexes_;

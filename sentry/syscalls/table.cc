@@ -14,6 +14,7 @@
 #include "sentry/syscalls/sys_process.h"
 #include "sentry/syscalls/sys_sched.h"
 #include "sentry/syscalls/sys_signal.h"
+#include "sentry/syscalls/sys_socket.h"
 #include "sentry/syscalls/sys_splice.h"
 
 namespace usentry::sentry {
@@ -70,21 +71,38 @@ constexpr SyscallInfo kTable[] = {
     {38, "setitimer", nullptr, Support::kUnimplemented, "", "dpp"},
     {39, "getpid", SysGetpid, Support::kFull, "", ""},
     {40, "sendfile", SysSendfile, Support::kFull, "", "ffpu"},
-    {41, "socket", nullptr, Support::kUnimplemented, "", "ddd"},
-    {42, "connect", nullptr, Support::kUnimplemented, "", "fpu"},
-    {43, "accept", nullptr, Support::kUnimplemented, "", ""},
-    {44, "sendto", nullptr, Support::kUnimplemented, "", ""},
-    {45, "recvfrom", nullptr, Support::kUnimplemented, "", ""},
-    {46, "sendmsg", nullptr, Support::kUnimplemented, "", ""},
-    {47, "recvmsg", nullptr, Support::kUnimplemented, "", ""},
-    {48, "shutdown", nullptr, Support::kUnimplemented, "", ""},
-    {49, "bind", nullptr, Support::kUnimplemented, "", ""},
-    {50, "listen", nullptr, Support::kUnimplemented, "", ""},
-    {51, "getsockname", nullptr, Support::kUnimplemented, "", ""},
-    {52, "getpeername", nullptr, Support::kUnimplemented, "", ""},
-    {53, "socketpair", nullptr, Support::kUnimplemented, "", ""},
-    {54, "setsockopt", nullptr, Support::kUnimplemented, "", ""},
-    {55, "getsockopt", nullptr, Support::kUnimplemented, "", ""},
+    {41, "socket", SysSocket, Support::kPartial,
+     "AF_UNIX only; other families EAFNOSUPPORT until the netstack", "ddd"},
+    {42, "connect", SysConnect, Support::kPartial,
+     "AF_UNIX only (path and abstract names); connect to a full backlog blocks or EAGAIN", "fpd"},
+    {43, "accept", SysAccept, Support::kFull, "", "fpp"},
+    {44, "sendto", SysSendto, Support::kPartial, "AF_UNIX only; MSG_OOB EOPNOTSUPP", "fbudpd"},
+    {45, "recvfrom", SysRecvfrom, Support::kPartial,
+     "AF_UNIX only; MSG_OOB/MSG_ERRQUEUE not supported", "fbudpp"},
+    {46, "sendmsg", SysSendmsg, Support::kPartial,
+     "AF_UNIX only; SCM_RIGHTS and SCM_CREDENTIALS; MSG_OOB EOPNOTSUPP", "fpx"},
+    {47, "recvmsg", SysRecvmsg, Support::kPartial,
+     "AF_UNIX only; SCM_RIGHTS, SCM_CREDENTIALS (SO_PASSCRED), MSG_CTRUNC; no SO_PEEK_OFF", "fpx"},
+    {48, "shutdown", SysShutdown, Support::kFull, "", "fd"},
+    {49, "bind", SysBind, Support::kPartial,
+     "AF_UNIX only; path binds only on sentry-held filesystems (tmpfs, overlay upper): EPERM "
+     "inside --mount trees",
+     "fpd"},
+    {50, "listen", SysListen, Support::kFull, "", "fd"},
+    {51, "getsockname", SysGetsockname, Support::kFull, "", "fpp"},
+    {52, "getpeername", SysGetpeername, Support::kFull, "", "fpp"},
+    {53, "socketpair", SysSocketpair, Support::kPartial,
+     "AF_UNIX only (AF_INET/AF_INET6 EOPNOTSUPP as Linux)", "dddp"},
+    {54, "setsockopt", SysSetsockopt, Support::kPartial,
+     "SOL_SOCKET only (other levels EOPNOTSUPP); SO_RCVTIMEO/SO_SNDTIMEO honoured by "
+     "send*/recv*/accept/connect, not read/write; SO_LINGER, SO_REUSEADDR, SO_KEEPALIVE... stored "
+     "without effect",
+     "fddpd"},
+    {55, "getsockopt", SysGetsockopt, Support::kPartial,
+     "SOL_SOCKET only: "
+     "SO_TYPE/DOMAIN/PROTOCOL/ERROR/ACCEPTCONN/PEERCRED/PASSCRED/SNDBUF/RCVBUF/LINGER/RCVTIMEO/"
+     "SNDTIMEO and stored flags; others ENOPROTOOPT",
+     "fddpp"},
     {56, "clone", SysClone, Support::kPartial,
      "threads (CLONE_THREAD with SETTLS/PARENT_SETTID/CHILD_SETTID/CHILD_CLEARTID) and "
      "CLONE_VM processes share memory on both platforms; namespace flags EPERM; CLONE_PIDFD "
@@ -376,7 +394,7 @@ constexpr SyscallInfo kTable[] = {
      "fxdd"},
     {286, "timerfd_settime", nullptr, Support::kUnimplemented, "", ""},
     {287, "timerfd_gettime", nullptr, Support::kUnimplemented, "", ""},
-    {288, "accept4", nullptr, Support::kUnimplemented, "", ""},
+    {288, "accept4", SysAccept4, Support::kFull, "", "fppx"},
     {289, "signalfd4", nullptr, Support::kUnimplemented, "", ""},
     {290, "eventfd2", SysEventfd2, Support::kFull, "", "ux"},
     {291, "epoll_create1", SysEpollCreate1, Support::kFull, "", "x"},
@@ -387,7 +405,8 @@ constexpr SyscallInfo kTable[] = {
     {296, "pwritev", SysPwritev, Support::kFull, "", "fpdd"},
     {297, "rt_tgsigqueueinfo", nullptr, Support::kUnimplemented, "", ""},
     {298, "perf_event_open", nullptr, Support::kUnimplemented, "", ""},
-    {299, "recvmmsg", nullptr, Support::kUnimplemented, "", ""},
+    {299, "recvmmsg", SysRecvmmsg, Support::kPartial,
+     "AF_UNIX only; the timeout is checked between messages (as Linux)", "fpuxp"},
     {300, "fanotify_init", nullptr, Support::kUnimplemented, "", ""},
     {301, "fanotify_mark", nullptr, Support::kUnimplemented, "", ""},
     {302, "prlimit64", SysPrlimit64, Support::kPartial, "own process only", "ddpp"},
@@ -395,7 +414,7 @@ constexpr SyscallInfo kTable[] = {
     {304, "open_by_handle_at", nullptr, Support::kUnimplemented, "", ""},
     {305, "clock_adjtime", nullptr, Support::kUnimplemented, "", ""},
     {306, "syncfs", SysSyncfs, Support::kFull, "", ""},
-    {307, "sendmmsg", nullptr, Support::kUnimplemented, "", ""},
+    {307, "sendmmsg", SysSendmmsg, Support::kPartial, "AF_UNIX only", "fpux"},
     {308, "setns", nullptr, Support::kUnimplemented, "", ""},
     {309, "getcpu", SysGetcpu, Support::kPartial, "always CPU 0", ""},
     {310, "process_vm_readv", nullptr, Support::kUnimplemented, "", ""},

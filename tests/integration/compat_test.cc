@@ -312,5 +312,150 @@ TEST_P(CompatTest, PythonThreads) {
 
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
 
+// AF_UNIX sockets (sentry/net): a socketpair, a path-bound stream server with a forked
+// client, SO_PEERCRED, a pipe end passed by SCM_RIGHTS to a forked child, datagrams
+// between path and abstract names, seqpacket records. Processes, not threads (threads
+// are not there yet).
+constexpr char kUnixSocketScript[] = R"py(
+import os, socket, struct, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+a, b = socket.socketpair()
+a.sendall(b"over the pair")
+print(b.recv(100))
+a.close()
+print(b.recv(100))
+path = os.path.join(d, "srv.sock")
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(4)
+print(srv.getsockname() == path, os.path.exists(path))
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    srv.close()
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    for i in range(3):
+        c.sendall(("line %d\n" % i).encode())
+    c.shutdown(socket.SHUT_WR)
+    c.recv(100)
+    os._exit(0)
+conn, addr = srv.accept()
+data = b""
+while True:
+    chunk = conn.recv(4)
+    if not chunk:
+        break
+    data += chunk
+print(data.decode().splitlines(), repr(addr))
+pid_seen = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+print("peer is child:", pid_seen == pid)
+conn.sendall(b"done")
+conn.close()
+print(os.waitpid(pid, 0)[1])
+# Descriptors through SCM_RIGHTS to a forked child, which reports back.
+r, w = os.pipe()
+p1, p2 = socket.socketpair()
+pid = os.fork()
+if pid == 0:
+    msg, fds, flags, _ = socket.recv_fds(p2, 100, 4)
+    p2.sendall(b"child: " + msg + b" " + str(len(fds)).encode() + b" " + os.read(fds[0], 100))
+    os._exit(0)
+os.write(w, b"through SCM_RIGHTS")
+socket.send_fds(p1, [b"fd"], [r])
+print(p1.recv(100).decode())
+print(os.waitpid(pid, 0)[1])
+# Datagrams by path and abstract names.
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(os.path.join(d, "dg"))
+c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+c.bind("\0usentry-compat-%d" % os.getpid())
+c.sendto(b"datagram", os.path.join(d, "dg"))
+msg, frm = s.recvfrom(100)
+print(msg, frm[:15])
+sp1, sp2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+sp1.send(b"record one"); sp1.send(b"two")
+print(sp2.recv(6), sp2.recv(100))
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect(os.path.join(d, "missing"))
+except OSError as e:
+    print(type(e).__name__)
+)py";
+
+TEST_P(CompatTest, PythonUnixSockets) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kUnixSocketScript, "@DIR@"});
+}
+
+// multiprocessing.connection over AF_UNIX: Listener/Client with the HMAC handshake, and
+// Pipe() (a socketpair).
+constexpr char kMultiprocessingConnectionScript[] = R"py(
+import os, sys
+from multiprocessing.connection import Listener, Client, Pipe
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+addr = os.path.join(d, "mp.sock")
+with Listener(addr, family="AF_UNIX", authkey=b"secret") as listener:
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        c = Client(addr, family="AF_UNIX", authkey=b"secret")
+        c.send({"n": [1, 2, 3], "s": "hi"})
+        reply = c.recv()
+        c.send(("echo", reply))
+        c.close()
+        os._exit(0)
+    conn = listener.accept()
+    obj = conn.recv()
+    print("server got", sorted(obj.items()))
+    conn.send(sum(obj["n"]))
+    print("server got", conn.recv())
+    conn.close()
+    print(os.waitpid(pid, 0)[1])
+print("socket file left:", os.path.exists(addr))
+a, b = Pipe()
+a.send([1, "two", 3.0])
+print(b.recv(), b.poll(0))
+)py";
+
+TEST_P(CompatTest, PythonMultiprocessingConnection) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kMultiprocessingConnectionScript, "@DIR@"});
+}
+
+// socketserver's forking Unix stream server (poll-driven serve_forever, a child per
+// connection, makefile() streams, shutdown(SHUT_WR) as end of request).
+constexpr char kSocketServerScript[] = R"py(
+import os, socket, socketserver, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+path = os.path.join(d, "ss.sock")
+class Echo(socketserver.StreamRequestHandler):
+    def handle(self):
+        for line in self.rfile:
+            self.wfile.write(line.upper())
+class Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
+    pass
+srv = Server(path, Echo)
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    srv.serve_forever(poll_interval=0.05)
+    os._exit(0)
+srv.socket.close()
+for i in range(3):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.connect(path)
+        f = c.makefile("rwb")
+        f.write(b"hello %d\nsecond line\n" % i); f.flush()
+        c.shutdown(socket.SHUT_WR)
+        print(f.read().decode().split())
+os.kill(pid, 15)
+print(os.waitpid(pid, 0)[1])
+)py";
+
+TEST_P(CompatTest, PythonForkingUnixStreamServer) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kSocketServerScript, "@DIR@"});
+}
+
 }  // namespace
 }  // namespace usentry::testing

@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -198,6 +201,38 @@ TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
   EXPECT_TRUE(left.empty()) << left.size() << " sandbox processes outlived the CLI by 10 s, e.g. "
                             << ReadHostFile(
                                    absl::StrCat("/proc/", left.empty() ? 0 : left[0], "/cmdline"));
+}
+
+// AF_UNIX sockets live in the sentry: a host socket inside a rw mount cannot be
+// connected to, and binding there makes no host socket (EPERM, noted in the table).
+TEST_P(IsolationTest, UnixSocketsNeverReachTheHost) {
+  TempDir host;
+  const std::string mnt = host.path() + "/mnt";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0777), 0);
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::string host_sock = mnt + "/host.sock";
+  ASSERT_LT(host_sock.size(), sizeof(sa.sun_path));
+  memcpy(sa.sun_path, host_sock.c_str(), host_sock.size() + 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  constexpr char kScript[] = R"py(
+import errno, socket
+for op, path in (("connect", "/data/host.sock"), ("bind", "/data/new.sock")):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        getattr(s, op)(path)
+        print(op, "ok")
+    except OSError as e:
+        print(op, errno.errorcode[e.errno])
+)py";
+  RunResult r = Sandboxed({"/usr/bin/python3", "-c", kScript}, {"--mount", mnt + ":/data:rw"});
+  EXPECT_EQ(r.out, "connect ECONNREFUSED\nbind EPERM\n") << r.Describe();
+  EXPECT_LT(accept(listener, nullptr, nullptr), 0);  // nobody knocked
+  close(listener);
+  EXPECT_FALSE(HostPathExists(mnt + "/new.sock"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, IsolationTest, ::testing::ValuesIn(kTestPlatforms));
