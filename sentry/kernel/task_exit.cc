@@ -1,12 +1,14 @@
 // Exit of threads and thread groups.
 #include "sentry/kernel/task_exit.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/process_timers.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -36,6 +38,8 @@ siginfo_t ChildInfo(const ThreadGroup& child) {
 void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
   tg->zombie = true;
   tg->exiting = true;
+  ProcessTimersOnExit(*tg);
+  tg->exit_wq.Notify(POLLIN);  // pidfds become readable
   if (tg->vfork_pending) {
     tg->vfork_pending = false;
     tg->vfork_wq.Notify(kAllEvents);

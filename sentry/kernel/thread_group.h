@@ -17,6 +17,7 @@
 namespace usentry::sentry {
 
 class Task;
+struct ProcessTimers;
 
 class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
  public:
@@ -48,6 +49,12 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   WaitQueue vfork_wq;
   // Parents wait here for child state changes (wait4/waitid).
   WaitQueue child_wq;
+  // Notified (POLLIN) when the group becomes a zombie: pidfds wait here.
+  WaitQueue exit_wq;
+
+  // alarm/setitimer and timer_create timers (sentry/kernel/process_timers.h); null
+  // until the first use, never copied by fork.
+  std::shared_ptr<ProcessTimers> timers;
 
   std::array<rlimit, RLIM_NLIMITS> rlimits{};
   // CPU accounting of exited threads and reaped children, in microseconds.
