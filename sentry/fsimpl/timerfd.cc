@@ -26,6 +26,7 @@ TimerfdDescription::TimerfdDescription(int clock, int flags)
 
 void TimerfdDescription::Set(absl::Time deadline, absl::Duration interval) {
   ticks_ = 0;
+  interval_ = interval;
   if (deadline == absl::InfinitePast()) {
     timer_->Disarm();
   } else {

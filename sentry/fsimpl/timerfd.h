@@ -25,7 +25,8 @@ class TimerfdDescription : public vfs::FileDescription {
   // Expirations not yet read are discarded, as in Linux.
   void Set(absl::Time deadline, absl::Duration interval);
   absl::Duration Remaining() const { return timer_->Remaining(absl::Now()); }
-  absl::Duration interval() const { return timer_->interval(); }
+  // As set, even while disarmed (as Linux reports it).
+  absl::Duration interval() const { return interval_; }
 
   // Fewer than 8 bytes: EINVAL; no expiration yet: EAGAIN.
   SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
@@ -37,6 +38,7 @@ class TimerfdDescription : public vfs::FileDescription {
   int clock_;
   std::shared_ptr<Timer> timer_;
   uint64_t ticks_ = 0;
+  absl::Duration interval_;
   WaitQueue wq_;
 };
 

@@ -34,6 +34,13 @@ SyscallResult SysPidfdOpen(Task& t, const SyscallArgs& a) {
   return static_cast<uint64_t>(fd);
 }
 
+SysResult<int32_t> PidOfPidfd(Task& t, int fd) {
+  ASSIGN_OR_RETURN_ERRNO(auto file, GetFile(t, fd));
+  auto pidfd = std::dynamic_pointer_cast<fsimpl::PidfdDescription>(file);
+  if (!pidfd) return Errno{EBADF};
+  return pidfd->thread_group().pid();
+}
+
 SyscallResult SysPidfdSendSignal(Task& t, const SyscallArgs& a) {
   int sig = a.i32(1);
   if (a.u32(3) != 0) return Errno{EINVAL};  // PIDFD_SIGNAL_* scopes are not supported

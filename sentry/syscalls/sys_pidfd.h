@@ -8,6 +8,8 @@ namespace usentry::sentry {
 
 SyscallResult SysPidfdOpen(Task& t, const SyscallArgs& a);
 SyscallResult SysPidfdSendSignal(Task& t, const SyscallArgs& a);
+// waitid(P_PIDFD, fd): the PID of the process behind pidfd `fd` (EBADF if not one).
+SysResult<int32_t> PidOfPidfd(Task& t, int fd);
 
 }  // namespace usentry::sentry
 

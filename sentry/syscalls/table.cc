@@ -424,7 +424,7 @@ constexpr SyscallInfo kTable[] = {
     {432, "fsmount", nullptr, Support::kUnimplemented, "", ""},
     {433, "fspick", nullptr, Support::kUnimplemented, "", ""},
     {434, "pidfd_open", SysPidfdOpen, Support::kPartial,
-     "PIDFD_THREAD: EINVAL; waitid(P_PIDFD) and pidfd_getfd not yet", "dx"},
+     "flags other than PIDFD_NONBLOCK (PIDFD_THREAD): EINVAL", "dx"},
     {435, "clone3", SysClone3, Support::kPartial,
      "as clone; CLONE_PIDFD/INTO_CGROUP/set_tid EINVAL", "pu"},
     {436, "close_range", SysCloseRange, Support::kFull, "", "ffx"},

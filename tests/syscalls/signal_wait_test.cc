@@ -435,9 +435,11 @@ TEST(Pidfd, BlockingPollWokenByExit) {
   double start = MonotonicSeconds();
   ASSERT_EQ(poll(&pfd, 1, 5000), 1);
   EXPECT_LT(MonotonicSeconds() - start, 4.0);
-  int status;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_EQ(WEXITSTATUS(status), 7);
+  siginfo_t info = {};
+  ASSERT_SYS_OK(waitid(P_PIDFD, fd.get(), &info, WEXITED));
+  EXPECT_EQ(info.si_pid, child);
+  EXPECT_EQ(info.si_code, CLD_EXITED);
+  EXPECT_EQ(info.si_status, 7);
 }
 
 TEST(Pidfd, SendSignalWithInfoToSelf) {

@@ -510,5 +510,24 @@ TEST(Timerfd, ProcFdName) {
   EXPECT_STREQ(target, "anon_inode:[timerfd]");
 }
 
+TEST(Timerfd, IntervalKeptWhileDisarmed) {
+  ScopedFd fd(timerfd_create(CLOCK_MONOTONIC, 0));
+  ASSERT_GE(fd.get(), 0);
+  itimerspec its = {};
+  its.it_interval.tv_sec = 2;  // no value: disarmed, but the interval is remembered
+  ASSERT_SYS_OK(timerfd_settime(fd.get(), 0, &its, nullptr));
+  itimerspec cur;
+  ASSERT_SYS_OK(timerfd_gettime(fd.get(), &cur));
+  EXPECT_EQ(cur.it_interval.tv_sec, 2);
+  EXPECT_EQ(cur.it_value.tv_sec + cur.it_value.tv_nsec, 0);
+  // Interval timers and POSIX timers forget it.
+  itimerval it = {};
+  it.it_interval.tv_sec = 2;
+  ASSERT_SYS_OK(setitimer(ITIMER_REAL, &it, nullptr));
+  itimerval icur;
+  ASSERT_SYS_OK(getitimer(ITIMER_REAL, &icur));
+  EXPECT_EQ(icur.it_interval.tv_sec, 0);
+}
+
 }  // namespace
 }  // namespace syscall_test
