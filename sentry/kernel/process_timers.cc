@@ -4,6 +4,7 @@
 #include <sys/time.h>
 
 #include <climits>
+#include <vector>
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -49,6 +50,25 @@ siginfo_t* RefreshQueued(Kernel& k, ThreadGroup& tg, PosixTimer& pt) {
     pt.last_overrun = pt.queued_overrun;
   }
   return q;
+}
+
+// A deleted or re-armed timer's pending signal is not delivered any more (Linux drops
+// it at dequeue; here it leaves the queue at once, order of the others kept).
+void DropQueued(Kernel& k, ThreadGroup& tg, PosixTimer& pt) {
+  if (!RefreshQueued(k, tg, pt)) return;
+  PendingSignals* p = QueueOf(k, tg, pt.queued_to_tid);
+  std::vector<siginfo_t> keep;
+  bool dropped = false;
+  while (p->Has(pt.signo)) {
+    siginfo_t i = p->Dequeue(pt.signo);
+    if (!dropped && i.si_code == SI_TIMER && i.si_timerid == pt.id) {
+      dropped = true;
+    } else {
+      keep.push_back(i);
+    }
+  }
+  for (const siginfo_t& i : keep) p->Enqueue(i);
+  pt.queued = false;
 }
 
 int32_t SaturatingAdd(int32_t a, uint64_t b) {
@@ -142,8 +162,9 @@ PosixTimer* FindPosixTimer(ThreadGroup& tg, int32_t id) {
   return it == tg.timers->posix.end() ? nullptr : it->second.get();
 }
 
-void ArmPosixTimer(ThreadGroup& tg, PosixTimer& pt, absl::Time deadline, absl::Duration interval) {
-  (void)tg;
+void ArmPosixTimer(Kernel& k, ThreadGroup& tg, PosixTimer& pt, absl::Time deadline,
+                   absl::Duration interval) {
+  DropQueued(k, tg, pt);
   pt.last_overrun = 0;  // as Linux: a new setting forgets the old overrun count
   if (deadline == absl::InfinitePast()) {
     pt.timer->Disarm();
@@ -157,10 +178,11 @@ int32_t PosixTimerOverrun(Kernel& k, ThreadGroup& tg, PosixTimer& pt) {
   return pt.last_overrun;
 }
 
-SysStatus DeletePosixTimer(ThreadGroup& tg, int32_t id) {
+SysStatus DeletePosixTimer(Kernel& k, ThreadGroup& tg, int32_t id) {
   if (!tg.timers) return Errno{EINVAL};
   auto it = tg.timers->posix.find(id);
   if (it == tg.timers->posix.end()) return Errno{EINVAL};
+  DropQueued(k, tg, *it->second);
   it->second->timer->Disarm();
   tg.timers->posix.erase(it);
   return SysOk();

@@ -64,10 +64,12 @@ TimerSetting SetItimer(Kernel& k, ThreadGroup& tg, int which, const TimerSetting
 SysResult<int32_t> CreatePosixTimer(Kernel& k, ThreadGroup& tg, PosixTimer timer);
 // The timer `id` of `tg`, or null.
 PosixTimer* FindPosixTimer(ThreadGroup& tg, int32_t id);
-// Arms at `deadline` (absl::InfinitePast() or a zero-value setting: disarm).
-void ArmPosixTimer(ThreadGroup& tg, PosixTimer& pt, absl::Time deadline, absl::Duration interval);
+// Arms at `deadline` (absl::InfinitePast(): disarm). A signal of the old setting still
+// pending is dropped, as is that of a deleted timer.
+void ArmPosixTimer(Kernel& k, ThreadGroup& tg, PosixTimer& pt, absl::Time deadline,
+                   absl::Duration interval);
 int32_t PosixTimerOverrun(Kernel& k, ThreadGroup& tg, PosixTimer& pt);
-SysStatus DeletePosixTimer(ThreadGroup& tg, int32_t id);
+SysStatus DeletePosixTimer(Kernel& k, ThreadGroup& tg, int32_t id);
 
 // ---- lifetime hooks ------------------------------------------------------------------
 void ProcessTimersOnExec(ThreadGroup& tg);

@@ -179,7 +179,7 @@ SyscallResult SysTimerCreate(Task& t, const SyscallArgs& a) {
   // Without a sigevent: SIGEV_SIGNAL, SIGALRM, and the timer id as the value.
   if (default_value) created->value.sival_int = id;
   if (auto st = t.mm().CopyOutObj<int32_t>(a.ptr(2), id); !st.ok()) {
-    (void)DeletePosixTimer(tg, id);
+    (void)DeletePosixTimer(t.kernel(), tg, id);
     return Errno{st.error()};
   }
   return 0;
@@ -194,7 +194,7 @@ SyscallResult SysTimerSettime(Task& t, const SyscallArgs& a) {
   if (!ValidTimespec(in.it_value) || !ValidTimespec(in.it_interval)) return Errno{EINVAL};
   absl::Time now = absl::Now();
   itimerspec old = ToItimerspec(pt->timer->Remaining(now), pt->timer->interval());
-  ArmPosixTimer(tg, *pt, DeadlineOf(pt->clock, in.it_value, a.i32(1) & TIMER_ABSTIME),
+  ArmPosixTimer(t.kernel(), tg, *pt, DeadlineOf(pt->clock, in.it_value, a.i32(1) & TIMER_ABSTIME),
                 absl::DurationFromTimespec(in.it_interval));
   if (!a.ptr(3).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(3), old));
   return 0;
@@ -216,7 +216,7 @@ SyscallResult SysTimerGetoverrun(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysTimerDelete(Task& t, const SyscallArgs& a) {
-  RETURN_IF_ERRNO(DeletePosixTimer(t.thread_group(), a.i32(0)));
+  RETURN_IF_ERRNO(DeletePosixTimer(t.kernel(), t.thread_group(), a.i32(0)));
   return 0;
 }
 

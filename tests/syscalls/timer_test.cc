@@ -396,6 +396,36 @@ TEST(PosixTimer, TimersNotInheritedByFork) {
   ASSERT_SYS_OK(syscall(SYS_timer_delete, id));
 }
 
+TEST(PosixTimer, DeleteOrRearmDropsPendingSignal) {
+  const int sig = SIGRTMIN + 6;
+  ScopedBlock block({sig});
+  sigevent ev = {};
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = sig;
+  itimerspec soon = {};
+  soon.it_value.tv_nsec = 1000000;
+  timespec zero = {0, 0};
+  timer_t t;
+  ASSERT_SYS_OK(timer_create(CLOCK_MONOTONIC, &ev, &t));
+  ASSERT_SYS_OK(timer_settime(t, 0, &soon, nullptr));
+  usleep(50000);  // expired: its signal is pending (blocked)
+  ASSERT_SYS_OK(timer_delete(t));
+  EXPECT_ERRNO(sigtimedwait(&block.set(), nullptr, &zero), EAGAIN);
+  ASSERT_SYS_OK(timer_create(CLOCK_MONOTONIC, &ev, &t));
+  ASSERT_SYS_OK(timer_settime(t, 0, &soon, nullptr));
+  usleep(50000);
+  itimerspec later = {};
+  later.it_value.tv_sec = 30;
+  ASSERT_SYS_OK(timer_settime(t, 0, &later, nullptr));
+  EXPECT_ERRNO(sigtimedwait(&block.set(), nullptr, &zero), EAGAIN);
+  // A signal from elsewhere is not taken with it.
+  sigval v;
+  v.sival_int = 5;
+  ASSERT_SYS_OK(sigqueue(getpid(), sig, v));
+  ASSERT_SYS_OK(timer_delete(t));
+  EXPECT_EQ(sigtimedwait(&block.set(), nullptr, &zero), sig);
+}
+
 // ---- timerfd -------------------------------------------------------------------------
 
 TEST(Timerfd, InvalidArgs) {
