@@ -162,6 +162,24 @@ TEST(Itimer, PeriodicFiresRepeatedly) {
   EXPECT_EQ(cur.it_value.tv_usec, 0);
 }
 
+TEST(Itimer, InterruptsCodeThatMakesNoSyscalls) {
+  ScopedHandler h(SIGALRM, CountingHandler);
+  g_alarms = 0;
+  itimerval it = {};
+  it.it_value.tv_usec = 50000;
+  ASSERT_SYS_OK(setitimer(ITIMER_REAL, &it, nullptr));
+  // Spin without syscalls: only an asynchronous interruption of the running code can
+  // deliver the signal. The iteration cap (several seconds) ends the loop if none does.
+  double start = MonotonicSeconds();
+  for (uint64_t i = 0; g_alarms.load(std::memory_order_relaxed) == 0 && i < (1ull << 33); i++) {
+  }
+  double elapsed = MonotonicSeconds() - start;
+  DisarmReal();
+  EXPECT_EQ(g_alarms.load(), 1);
+  EXPECT_GE(elapsed, 0.04);
+  EXPECT_LT(elapsed, 4.0);
+}
+
 TEST(Itimer, VirtualAndProfAccepted) {
   for (int which : {ITIMER_VIRTUAL, ITIMER_PROF}) {
     itimerval it = {};
