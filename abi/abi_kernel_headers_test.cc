@@ -9,6 +9,7 @@
 #include <asm/termios.h>
 #include <linux/auxvec.h>
 #include <linux/futex.h>
+#include <linux/signalfd.h>
 #include <linux/sched.h>
 #include <linux/stat.h>
 #include <linux/sysinfo.h>
@@ -84,6 +85,20 @@ SAME_OFFSET(SigInfo, fields.timer.overrun, siginfo_t, si_overrun);
 SAME_OFFSET(SigInfo, fields.sigpoll.fd, siginfo_t, si_fd);
 SAME_OFFSET(SigInfo, fields.sigsys.syscall, siginfo_t, si_syscall);
 SAME_OFFSET(SigInfo, fields.sigsys.arch, siginfo_t, si_arch);
+
+static_assert(sizeof(SigEvent) == sizeof(sigevent_t));
+SAME_OFFSET(SigEvent, signo, sigevent_t, sigev_signo);
+SAME_OFFSET(SigEvent, notify, sigevent_t, sigev_notify);
+SAME_OFFSET(SigEvent, un.tid, sigevent_t, _sigev_un._tid);
+static_assert(kSigevThreadId == SIGEV_THREAD_ID);
+static_assert(sizeof(SignalfdSiginfo) == sizeof(struct signalfd_siginfo));
+SAME_OFFSET(SignalfdSiginfo, tid, struct signalfd_siginfo, ssi_tid);
+SAME_OFFSET(SignalfdSiginfo, overrun, struct signalfd_siginfo, ssi_overrun);
+SAME_OFFSET(SignalfdSiginfo, int_value, struct signalfd_siginfo, ssi_int);
+SAME_OFFSET(SignalfdSiginfo, ptr, struct signalfd_siginfo, ssi_ptr);
+SAME_OFFSET(SignalfdSiginfo, addr_lsb, struct signalfd_siginfo, ssi_addr_lsb);
+SAME_OFFSET(SignalfdSiginfo, call_addr, struct signalfd_siginfo, ssi_call_addr);
+SAME_OFFSET(SignalfdSiginfo, arch, struct signalfd_siginfo, ssi_arch);
 
 static_assert(sizeof(UContext) == sizeof(struct ucontext));
 SAME_OFFSET(UContext, stack, struct ucontext, uc_stack);

@@ -292,6 +292,66 @@ static_assert(offsetof(SigInfo, fields.chld.stime) == 40);
 static_assert(offsetof(SigInfo, fields.sigfault.addr) == 16);
 static_assert(offsetof(SigInfo, fields.sigsys.syscall) == 24);
 
+// ---- sigevent, signalfd ----------------------------------------------------------
+
+// sigev_notify (timer_create(2)). SIGEV_THREAD is a glibc construct; the kernel treats
+// it as kSigevSignal.
+inline constexpr int kSigevSignal = 0;
+inline constexpr int kSigevNone = 1;
+inline constexpr int kSigevThread = 2;
+inline constexpr int kSigevThreadId = 4;
+
+// struct sigevent (include/uapi/asm-generic/siginfo.h): 64 bytes.
+struct SigEvent {
+  SigVal value;
+  int32_t signo;
+  int32_t notify;  // kSigev*
+  union {
+    int32_t pad[12];
+    int32_t tid;  // kSigevThreadId: the target thread
+  } un;
+};
+static_assert(sizeof(SigEvent) == 64);
+static_assert(offsetof(SigEvent, signo) == 8);
+static_assert(offsetof(SigEvent, notify) == 12);
+static_assert(offsetof(SigEvent, un.tid) == 16);
+
+// struct signalfd_siginfo (include/uapi/linux/signalfd.h): what read(2) on a signalfd
+// returns per signal, 128 bytes.
+struct SignalfdSiginfo {
+  uint32_t signo;
+  int32_t err;  // ssi_errno
+  int32_t code;
+  uint32_t pid;
+  uint32_t uid;
+  int32_t fd;
+  uint32_t tid;  // POSIX timer id
+  uint32_t band;
+  uint32_t overrun;
+  uint32_t trapno;
+  int32_t status;
+  int32_t int_value;  // ssi_int
+  uint64_t ptr;
+  uint64_t utime;
+  uint64_t stime;
+  uint64_t addr;
+  uint16_t addr_lsb;
+  uint16_t pad2;
+  int32_t syscall;
+  uint64_t call_addr;
+  uint32_t arch;
+  uint8_t pad[28];
+};
+static_assert(sizeof(SignalfdSiginfo) == 128);
+static_assert(offsetof(SignalfdSiginfo, tid) == 24);
+static_assert(offsetof(SignalfdSiginfo, int_value) == 44);
+static_assert(offsetof(SignalfdSiginfo, ptr) == 48);
+static_assert(offsetof(SignalfdSiginfo, addr) == 72);
+static_assert(offsetof(SignalfdSiginfo, addr_lsb) == 80);
+static_assert(offsetof(SignalfdSiginfo, syscall) == 84);
+static_assert(offsetof(SignalfdSiginfo, call_addr) == 88);
+static_assert(offsetof(SignalfdSiginfo, arch) == 96);
+
 // ---- sigaltstack -----------------------------------------------------------------
 
 inline constexpr int kSsOnstack = 1;

@@ -22,6 +22,7 @@
 #include "platform/platform.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
+#include "sentry/kernel/timers.h"
 
 namespace usentry::gofer {
 class Client;
@@ -66,6 +67,8 @@ class Kernel {
   const std::shared_ptr<net::UnixNamespace>& unix_namespace();
   absl::Time boot_time() const { return boot_time_; }
   FutexTable& futexes() { return futexes_; }
+  // Asynchronous timers (alarm, itimers, POSIX timers, timerfd): sentry/kernel/timers.h.
+  TimerQueue& timer_queue() { return *timer_queue_; }
   const std::string& hostname() const { return hostname_; }
   void set_hostname(std::string h) { hostname_ = std::move(h); }
 
@@ -108,6 +111,8 @@ class Kernel {
   std::map<int32_t, Task*> tasks_;
   std::map<int32_t, std::shared_ptr<ThreadGroup>> groups_;  // live and zombie
   std::set<int> unsupported_reported_;
+  // Last member: its thread is stopped first when the kernel is destroyed.
+  std::unique_ptr<TimerQueue> timer_queue_ = std::make_unique<TimerQueue>(&mu);
 };
 
 }  // namespace usentry::sentry

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/process_timers.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_exit.h"
 #include "sentry/kernel/thread_group.h"
@@ -207,6 +208,7 @@ SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> ar
   }
   tg.handlers = std::move(handlers);
   t.sig->altstack = stack_t{nullptr, SS_DISABLE, 0};
+  ProcessTimersOnExec(tg);  // POSIX timers go; alarm and itimers survive exec
   t.comm = img.comm;
   t.clear_child_tid = 0;
   t.robust_list = 0;

@@ -2,6 +2,7 @@
 #include "sentry/kernel/task_exit.h"
 
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -9,6 +10,7 @@
 #include <atomic>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/process_timers.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -38,6 +40,8 @@ siginfo_t ChildInfo(const ThreadGroup& child) {
 void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
   tg->zombie = true;
   tg->exiting = true;
+  ProcessTimersOnExit(*tg);
+  tg->exit_wq.Notify(POLLIN);  // pidfds become readable
   if (tg->vfork_pending) {
     tg->vfork_pending = false;
     tg->vfork_wq.Notify(kAllEvents);

@@ -17,6 +17,7 @@
 namespace usentry::sentry {
 
 class Task;
+struct ProcessTimers;
 
 class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
  public:
@@ -50,6 +51,12 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   WaitQueue thread_exit_wq;
   // Parents wait here for child state changes (wait4/waitid).
   WaitQueue child_wq;
+  // Notified (POLLIN) when the group becomes a zombie: pidfds wait here.
+  WaitQueue exit_wq;
+
+  // alarm/setitimer and timer_create timers (sentry/kernel/process_timers.h); null
+  // until the first use, never copied by fork.
+  std::shared_ptr<ProcessTimers> timers;
 
   std::array<rlimit, RLIM_NLIMITS> rlimits{};
   // Emulated scheduling state (sys_sched.cc), inherited by fork: nice value, policy

@@ -1,6 +1,8 @@
 // Pending-signal queues and default actions.
 #include "sentry/signal/signal.h"
 
+#include <poll.h>
+
 #include <cstring>
 
 namespace usentry::sentry {
@@ -12,6 +14,20 @@ void PendingSignals::Enqueue(const siginfo_t& info) {
   if (sig < SIGRTMIN && Has(sig)) return;
   queues_[sig].push_back(info);
   set_ |= SigBit(sig);
+  SignalEnqueueQueue().Notify(POLLIN);
+}
+
+siginfo_t* PendingSignals::Find(int sig, absl::FunctionRef<bool(const siginfo_t&)> pred) {
+  if (sig < 1 || sig > kNumSignals) return nullptr;
+  for (siginfo_t& info : queues_[sig]) {
+    if (pred(info)) return &info;
+  }
+  return nullptr;
+}
+
+WaitQueue& SignalEnqueueQueue() {
+  static WaitQueue* q = new WaitQueue;  // lives as long as the sentry process
+  return *q;
 }
 
 siginfo_t PendingSignals::Dequeue(int sig) {

@@ -11,6 +11,8 @@
 #include <deque>
 
 #include "abi/signal.h"
+#include "absl/functional/function_ref.h"
+#include "sentry/kernel/wait_queue.h"
 
 namespace usentry::sentry {
 
@@ -36,6 +38,9 @@ class PendingSignals {
   // Removes and returns the first instance of `sig` (must be pending).
   siginfo_t Dequeue(int sig);
   void Discard(int sig);
+  // The first queued instance of `sig` that `pred` accepts, or null. POSIX timers use it
+  // to count overruns into the si_overrun of their still-pending signal.
+  siginfo_t* Find(int sig, absl::FunctionRef<bool(const siginfo_t&)> pred);
 
  private:
   uint64_t set_ = 0;
@@ -50,6 +55,10 @@ struct SignalState {
   bool has_saved_mask = false;
   uint64_t saved_mask = 0;
 };
+
+// Every signal enqueued anywhere notifies this queue with POLLIN: signalfd readiness and
+// rt_sigtimedwait wait here for signals that are blocked (and so wake no task).
+WaitQueue& SignalEnqueueQueue();
 
 using DefaultAction = abi::SignalDefault;
 inline DefaultAction DefaultActionOf(int sig) { return abi::kSignalDefaults[sig]; }

@@ -10,6 +10,7 @@
 #include "sentry/kernel/task_exit.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/sys_pidfd.h"
 
 namespace usentry::sentry {
 
@@ -163,6 +164,10 @@ SyscallResult SysWaitid(Task& t, const SyscallArgs& a) {
       if (id < 0) return Errno{EINVAL};
       pid = id == 0 ? 0 : -id;
       break;
+    case P_PIDFD: {
+      ASSIGN_OR_RETURN_ERRNO(pid, PidOfPidfd(t, id));  // sys_pidfd.cc
+      break;
+    }
     default:
       return Errno{EINVAL};
   }

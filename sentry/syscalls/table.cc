@@ -9,13 +9,16 @@
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_info.h"
 #include "sentry/syscalls/sys_mm.h"
+#include "sentry/syscalls/sys_pidfd.h"
 #include "sentry/syscalls/sys_pipe.h"
 #include "sentry/syscalls/sys_poll.h"
 #include "sentry/syscalls/sys_process.h"
 #include "sentry/syscalls/sys_sched.h"
 #include "sentry/syscalls/sys_signal.h"
+#include "sentry/syscalls/sys_signal_wait.h"
 #include "sentry/syscalls/sys_socket.h"
 #include "sentry/syscalls/sys_splice.h"
+#include "sentry/syscalls/sys_timer.h"
 
 namespace usentry::sentry {
 namespace {
@@ -66,9 +69,11 @@ constexpr SyscallInfo kTable[] = {
     {33, "dup2", SysDup2, Support::kFull, "", "ff"},
     {34, "pause", SysPause, Support::kFull, "", ""},
     {35, "nanosleep", SysNanosleep, Support::kFull, "", "pp"},
-    {36, "getitimer", nullptr, Support::kUnimplemented, "", "dp"},
-    {37, "alarm", nullptr, Support::kUnimplemented, "", "u"},
-    {38, "setitimer", nullptr, Support::kUnimplemented, "", "dpp"},
+    {36, "getitimer", SysGetitimer, Support::kPartial,
+     "ITIMER_VIRTUAL/ITIMER_PROF count wall-clock time, not CPU time", "dp"},
+    {37, "alarm", SysAlarm, Support::kFull, "", "u"},
+    {38, "setitimer", SysSetitimer, Support::kPartial,
+     "ITIMER_VIRTUAL/ITIMER_PROF count wall-clock time, not CPU time", "dpp"},
     {39, "getpid", SysGetpid, Support::kFull, "", ""},
     {40, "sendfile", SysSendfile, Support::kFull, "", "ffpu"},
     {41, "socket", SysSocket, Support::kPartial,
@@ -194,8 +199,8 @@ constexpr SyscallInfo kTable[] = {
     {126, "capset", SysCapset, Support::kPartial,
      "may only lower; privilege checks elsewhere still follow euid 0; execve keeps the sets", "pp"},
     {127, "rt_sigpending", SysRtSigpending, Support::kFull, "", ""},
-    {128, "rt_sigtimedwait", nullptr, Support::kUnimplemented, "", "pppu"},
-    {129, "rt_sigqueueinfo", nullptr, Support::kUnimplemented, "", "dSp"},
+    {128, "rt_sigtimedwait", SysRtSigtimedwait, Support::kFull, "", "pppu"},
+    {129, "rt_sigqueueinfo", SysRtSigqueueinfo, Support::kFull, "", "dSp"},
     {130, "rt_sigsuspend", SysRtSigsuspend, Support::kFull, "", "pu"},
     {131, "sigaltstack", SysSigaltstack, Support::kFull, "", "pp"},
     {132, "utime", SysUtime, Support::kFull, "", ""},
@@ -314,11 +319,12 @@ constexpr SyscallInfo kTable[] = {
     {219, "restart_syscall", nullptr, Support::kUnimplemented, "", ""},
     {220, "semtimedop", nullptr, Support::kUnimplemented, "", ""},
     {221, "fadvise64", SysFadvise64, Support::kFull, "advisory: validated, no effect", ""},
-    {222, "timer_create", nullptr, Support::kUnimplemented, "", ""},
-    {223, "timer_settime", nullptr, Support::kUnimplemented, "", ""},
-    {224, "timer_gettime", nullptr, Support::kUnimplemented, "", ""},
-    {225, "timer_getoverrun", nullptr, Support::kUnimplemented, "", ""},
-    {226, "timer_delete", nullptr, Support::kUnimplemented, "", ""},
+    {222, "timer_create", SysTimerCreate, Support::kPartial,
+     "CPU-time clocks run on wall-clock time; *_ALARM clocks EPERM (no CAP_WAKE_ALARM)", "dpp"},
+    {223, "timer_settime", SysTimerSettime, Support::kFull, "", "dxpp"},
+    {224, "timer_gettime", SysTimerGettime, Support::kFull, "", "dp"},
+    {225, "timer_getoverrun", SysTimerGetoverrun, Support::kFull, "", "d"},
+    {226, "timer_delete", SysTimerDelete, Support::kFull, "", "d"},
     {227, "clock_settime", nullptr, Support::kUnimplemented, "", ""},
     {228, "clock_gettime", SysClockGettime, Support::kPartial, "CPU-time clocks are approximate",
      "dp"},
@@ -386,16 +392,17 @@ constexpr SyscallInfo kTable[] = {
     {279, "move_pages", nullptr, Support::kUnimplemented, "", ""},
     {280, "utimensat", SysUtimensat, Support::kFull, "", "fspx"},
     {281, "epoll_pwait", SysEpollPwait, Support::kFull, "", "fpddpu"},
-    {282, "signalfd", nullptr, Support::kUnimplemented, "", ""},
-    {283, "timerfd_create", nullptr, Support::kUnimplemented, "", ""},
+    {282, "signalfd", SysSignalfd, Support::kFull, "", "fpu"},
+    {283, "timerfd_create", SysTimerfdCreate, Support::kPartial,
+     "*_ALARM clocks EPERM (no CAP_WAKE_ALARM); TFD_IOC_SET_TICKS: ENOTTY", "dx"},
     {284, "eventfd", SysEventfd, Support::kFull, "", "u"},
     {285, "fallocate", SysFallocate, Support::kPartial,
      "no block reservation; PUNCH_HOLE/ZERO_RANGE write zeros; COLLAPSE/INSERT/UNSHARE EOPNOTSUPP",
      "fxdd"},
-    {286, "timerfd_settime", nullptr, Support::kUnimplemented, "", ""},
-    {287, "timerfd_gettime", nullptr, Support::kUnimplemented, "", ""},
+    {286, "timerfd_settime", SysTimerfdSettime, Support::kFull, "", "fxpp"},
+    {287, "timerfd_gettime", SysTimerfdGettime, Support::kFull, "", "fp"},
     {288, "accept4", SysAccept4, Support::kFull, "", "fppx"},
-    {289, "signalfd4", nullptr, Support::kUnimplemented, "", ""},
+    {289, "signalfd4", SysSignalfd4, Support::kFull, "", "fpux"},
     {290, "eventfd2", SysEventfd2, Support::kFull, "", "ux"},
     {291, "epoll_create1", SysEpollCreate1, Support::kFull, "", "x"},
     {292, "dup3", SysDup3, Support::kFull, "", "ffo"},
@@ -403,7 +410,7 @@ constexpr SyscallInfo kTable[] = {
     {294, "inotify_init1", nullptr, Support::kUnimplemented, "", ""},
     {295, "preadv", SysPreadv, Support::kFull, "", "fpdd"},
     {296, "pwritev", SysPwritev, Support::kFull, "", "fpdd"},
-    {297, "rt_tgsigqueueinfo", nullptr, Support::kUnimplemented, "", ""},
+    {297, "rt_tgsigqueueinfo", SysRtTgsigqueueinfo, Support::kFull, "", "ddSp"},
     {298, "perf_event_open", nullptr, Support::kUnimplemented, "", ""},
     {299, "recvmmsg", SysRecvmmsg, Support::kPartial,
      "AF_UNIX only; the timeout is checked between messages (as Linux)", "fpuxp"},
@@ -451,7 +458,8 @@ constexpr SyscallInfo kTable[] = {
     {332, "statx", SysStatx, Support::kPartial, "no btime; STATX_MNT_ID reported", "fsxxp"},
     {333, "io_pgetevents", nullptr, Support::kUnimplemented, "", ""},
     {334, "rseq", nullptr, Support::kUnimplemented, "ENOSYS: glibc falls back", "puxx"},
-    {424, "pidfd_send_signal", nullptr, Support::kUnimplemented, "", ""},
+    {424, "pidfd_send_signal", SysPidfdSendSignal, Support::kPartial,
+     "flags (PIDFD_SIGNAL_THREAD/_THREAD_GROUP/_PROCESS_GROUP): EINVAL", "fSpx"},
     {425, "io_uring_setup", nullptr, Support::kUnimplemented, "", ""},
     {426, "io_uring_enter", nullptr, Support::kUnimplemented, "", ""},
     {427, "io_uring_register", nullptr, Support::kUnimplemented, "", ""},
@@ -461,7 +469,8 @@ constexpr SyscallInfo kTable[] = {
     {431, "fsconfig", nullptr, Support::kUnimplemented, "", ""},
     {432, "fsmount", nullptr, Support::kUnimplemented, "", ""},
     {433, "fspick", nullptr, Support::kUnimplemented, "", ""},
-    {434, "pidfd_open", nullptr, Support::kUnimplemented, "", ""},
+    {434, "pidfd_open", SysPidfdOpen, Support::kPartial,
+     "flags other than PIDFD_NONBLOCK (PIDFD_THREAD): EINVAL", "dx"},
     {435, "clone3", SysClone3, Support::kPartial,
      "as clone (threads included); CLONE_PIDFD/INTO_CGROUP/CLEAR_SIGHAND/set_tid EINVAL", "pu"},
     {436, "close_range", SysCloseRange, Support::kFull, "", "ffx"},

@@ -310,6 +310,42 @@ TEST_P(CompatTest, PythonThreads) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonThreadsScript});
 }
 
+// alarm, interval timers, sigtimedwait and the signal mask as Python's signal module uses
+// them (main thread only).
+constexpr char kPythonSignalScript[] = R"py(
+import os, signal, time
+fired = []
+signal.signal(signal.SIGALRM, lambda s, f: fired.append(s))
+print("alarm0", signal.alarm(0))
+signal.alarm(5)
+print("remaining", signal.alarm(0))
+signal.setitimer(signal.ITIMER_REAL, 0.05, 0.02)
+t0 = time.monotonic()
+while len(fired) < 4 and time.monotonic() - t0 < 5:
+    signal.pause()
+signal.setitimer(signal.ITIMER_REAL, 0)
+print("periodic", len(fired) >= 4, set(fired))
+print("itimer", signal.getitimer(signal.ITIMER_REAL))
+old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+print("blocked", signal.SIGUSR1 in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+os.kill(os.getpid(), signal.SIGUSR1)
+print("pending", signal.sigpending())
+info = signal.sigtimedwait({signal.SIGUSR1}, 1)
+print("waited", info.si_signo == signal.SIGUSR1, info.si_pid == os.getpid(), info.si_code)
+t0 = time.monotonic()
+print("timeout", signal.sigtimedwait({signal.SIGUSR1}, 0.1), time.monotonic() - t0 >= 0.09)
+signal.pthread_sigmask(signal.SIG_SETMASK, old)
+n = len(fired)
+t0 = time.monotonic()
+signal.alarm(1)
+signal.pause()
+print("alarm fired", len(fired) - n, 0.9 <= time.monotonic() - t0 < 4)
+)py";
+
+TEST_P(CompatTest, PythonSignalTimers) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonSignalScript});
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
 
 // AF_UNIX sockets (sentry/net): a socketpair, a path-bound stream server with a forked
