@@ -18,12 +18,13 @@ for arg in "$@"; do
   esac
 done
 
-# Build: compiler, cmake, libraries. Tests: busybox-static, python3 (run in the sandbox).
+# Build: compiler, cmake, libraries. Tests: busybox-static, python3 (run in the sandbox);
+# libpython3.11-testsuite for tests/cpython/compare.py (CPython's own tests, compared).
 packages=(
   build-essential cmake pkg-config
   libseccomp-dev libabsl-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
   libxbyak-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  busybox-static python3 bash coreutils
+  busybox-static python3 bash coreutils libpython3.11-testsuite
 )
 
 if ((install)); then

@@ -1,0 +1,85 @@
+"""Runs one CPython regression-test module and prints one line per test case.
+
+Used by compare.py on the host and inside the sandbox, so both sides load and run the
+module the same way. Output lines: "CASE <outcome> <test id>" with outcome one of pass,
+fail, error, skip, xfail, xpass; then "DETAIL <test id> <first line of the error>".
+Network resources are never enabled (use_resources = []), so natively no test reaches
+the internet; inside the sandbox there is no network anyway.
+"""
+import os
+import sys
+import unittest
+
+from test import support
+from test.support import os_helper
+
+
+class Recording(unittest.TextTestResult):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cases = []
+
+    def _note(self, test, outcome, err=None):
+        detail = ""
+        if err is not None:
+            lines = self._exc_info_to_string(err, test).strip().splitlines()
+            detail = lines[-1] if lines else ""
+        self.cases.append((test.id(), outcome, detail))
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._note(test, "pass")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._note(test, "fail", err)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._note(test, "error", err)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self.cases.append((test.id(), "skip", reason))
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._note(test, "xfail")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._note(test, "xpass")
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            outcome = "fail" if issubclass(err[0], test.failureException) else "error"
+            self._note(subtest, outcome, err)
+
+
+def main():
+    name = sys.argv[1]
+    support.use_resources = []
+    support.verbose = False
+    # Keep our own copy of stdout: some tests replace or close sys.stdout.
+    out = os.fdopen(os.dup(1), "w")
+    suite = unittest.defaultTestLoader.loadTestsFromName("test." + name)
+    with open(os.devnull, "w") as sink:
+        runner = unittest.TextTestRunner(stream=sink, resultclass=Recording, verbosity=0)
+        with os_helper.temp_cwd():
+            result = runner.run(suite)
+    # Subtest failures are recorded under the subtest id; the parent test id then also
+    # gets "pass" from addSuccess. Count the parent as failed in that case.
+    failed_parents = {c[0].split(" ", 1)[0] for c in result.cases if c[1] in ("fail", "error")
+                      and " " in c[0]}
+    for case_id, outcome, detail in result.cases:
+        if outcome == "pass" and case_id in failed_parents:
+            continue
+        out.write(f"CASE {outcome} {case_id}\n")
+        if detail and outcome in ("fail", "error"):
+            out.write(f"DETAIL {case_id} {detail[:200]}\n")
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()
