@@ -2,6 +2,7 @@
 #include "sentry/confine/seccomp_policy.h"
 
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <linux/sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -192,6 +193,9 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
       Add(ctx, SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneNamespaceFlags, 0)}));
   // clone3 passes flags in memory seccomp cannot read: refuse it so glibc uses clone.
   RETURN_IF_ERROR(Add(ctx, SCMP_SYS(clone3), {}, SCMP_ACT_ERRNO(ENOSYS)));
+  // The app's membarrier across its threads (which run in stub processes) is the host's
+  // global barrier; no other command (registration changes what the host does later).
+  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
   for (uint64_t cmd : kIoctls) {
     RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
   }

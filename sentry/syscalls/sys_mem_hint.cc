@@ -5,10 +5,12 @@
 // actually holds (SEEK_DATA/SEEK_HOLE on it), which is what "resident" means here.
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <vector>
 
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/sys_sched.h"
@@ -119,6 +121,25 @@ SyscallResult SysMincore(Task& t, const SyscallArgs& a) {
 // order and completes at once. Registrations are tracked so that the PRIVATE commands
 // fail with EPERM before registering, as on Linux; the RSEQ commands are EINVAL (no
 // rseq(2) here).
+namespace {
+// Makes every other app thread that may be running on another CPU pass a full memory
+// barrier before we return: they are host threads of the stub processes, and the host's
+// MEMBARRIER_CMD_GLOBAL (an RCU grace period, milliseconds) makes every running thread
+// on the host do that. Skipped when no other thread shares the caller's memory, the
+// common case, since then there is no one to order against. The kernel lock is dropped
+// around the wait so other tasks keep running.
+SyscallResult HostBarrier(Task& t, bool global) {
+  if (!global && t.thread_group().tasks.size() <= 1 && t.mm_ptr().use_count() == 1) return 0;
+  t.kernel().mu.Unlock();
+  long rc = syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+  t.kernel().mu.Lock();
+  // The host always supports GLOBAL on kernels we run on; if not, say so rather than
+  // pretend the barrier happened.
+  if (rc != 0) return Errno{ENOSYS};
+  return 0;
+}
+}  // namespace
+
 SyscallResult SysMembarrier(Task& t, const SyscallArgs& a) {
   const int cmd = a.i32(0);
   if (a.u32(1) != 0) return Errno{EINVAL};
@@ -133,7 +154,7 @@ SyscallResult SysMembarrier(Task& t, const SyscallArgs& a) {
       return kSupported;
     case MEMBARRIER_CMD_GLOBAL:
     case MEMBARRIER_CMD_GLOBAL_EXPEDITED:
-      return 0;
+      return HostBarrier(t, /*global=*/true);
     case MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED:
     case MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED:
     case MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE:
@@ -141,12 +162,12 @@ SyscallResult SysMembarrier(Task& t, const SyscallArgs& a) {
       return 0;
     case MEMBARRIER_CMD_PRIVATE_EXPEDITED:
       if (!(registered & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)) return Errno{EPERM};
-      return 0;
+      return HostBarrier(t, /*global=*/false);
     case MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE:
       if (!(registered & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE)) {
         return Errno{EPERM};
       }
-      return 0;
+      return HostBarrier(t, /*global=*/false);
     case 1 << 9:  // MEMBARRIER_CMD_GET_REGISTRATIONS
       return static_cast<uint64_t>(registered);
     default:

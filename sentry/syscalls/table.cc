@@ -445,7 +445,9 @@ constexpr SyscallInfo kTable[] = {
      "AT_EMPTY_PATH of anonymous files (memfd fexecve): ENOENT", "fsppx"},
     {323, "userfaultfd", nullptr, Support::kUnimplemented, "", ""},
     {324, "membarrier", SysMembarrier, Support::kPartial,
-     "no-op barrier (one app thread per process runs at a time); RSEQ commands EINVAL", "dxd"},
+     "barriers are the host's MEMBARRIER_CMD_GLOBAL (milliseconds) when other threads share the "
+     "memory; RSEQ commands EINVAL",
+     "dxd"},
     {325, "mlock2", SysMlock2, Support::kPartial,
      "validated; pages are never swapped; RLIMIT_MEMLOCK not charged", "xux"},
     {326, "copy_file_range", SysCopyFileRange, Support::kPartial,
