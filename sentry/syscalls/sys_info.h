@@ -47,6 +47,8 @@ SyscallResult SysSetfsgid(Task& t, const SyscallArgs& a);
 SyscallResult SysClockGettime(Task& t, const SyscallArgs& a);
 SyscallResult SysClockGetres(Task& t, const SyscallArgs& a);
 SyscallResult SysGettimeofday(Task& t, const SyscallArgs& a);
+SyscallResult SysClockSettime(Task& t, const SyscallArgs& a);
+SyscallResult SysSettimeofday(Task& t, const SyscallArgs& a);
 SyscallResult SysTime(Task& t, const SyscallArgs& a);
 SyscallResult SysNanosleep(Task& t, const SyscallArgs& a);
 SyscallResult SysClockNanosleep(Task& t, const SyscallArgs& a);

@@ -87,6 +87,24 @@ SyscallResult SysGettimeofday(Task& t, const SyscallArgs& a) {
   return 0;
 }
 
+// Setting a clock would set the host's: the sandbox refuses with EPERM (what a process
+// without CAP_SYS_TIME gets), after Linux's own argument checks.
+SyscallResult SysClockSettime(Task& t, const SyscallArgs& a) {
+  if (a.i32(0) != CLOCK_REALTIME) return Errno{EINVAL};  // the only settable clock
+  ASSIGN_OR_RETURN_ERRNO(timespec ts, t.mm().CopyInObj<timespec>(a.ptr(1)));
+  if (!ValidTimespec(ts)) return Errno{EINVAL};
+  return Errno{EPERM};
+}
+
+SyscallResult SysSettimeofday(Task& t, const SyscallArgs& a) {
+  if (!a.ptr(0).IsNull()) {
+    ASSIGN_OR_RETURN_ERRNO(timeval tv, t.mm().CopyInObj<timeval>(a.ptr(0)));
+    if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000) return Errno{EINVAL};
+  }
+  if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyInObj<struct timezone>(a.ptr(1)));
+  return Errno{EPERM};
+}
+
 SyscallResult SysTime(Task& t, const SyscallArgs& a) {
   int64_t now = absl::ToUnixSeconds(absl::Now());
   if (!a.ptr(0).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), now));

@@ -66,7 +66,7 @@ def main():
     suite = unittest.defaultTestLoader.loadTestsFromName("test." + name)
     with open(os.devnull, "w") as sink:
         runner = unittest.TextTestRunner(stream=sink, resultclass=Recording, verbosity=0)
-        with os_helper.temp_cwd():
+        with os_helper.temp_cwd(None):
             result = runner.run(suite)
     # Subtest failures are recorded under the subtest id; the parent test id then also
     # gets "pass" from addSuccess. Count the parent as failed in that case.
