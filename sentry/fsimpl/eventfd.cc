@@ -16,32 +16,6 @@ namespace {
 // Linux numbers eventfds for fdinfo (an IDA from 0; ours never reuses numbers).
 std::atomic<uint32_t> next_eventfd_id{0};
 
-// Copies exactly sizeof(v) bytes between `v` and the front of an iovec array (the
-// caller checked the total length).
-void ScatterOut(absl::Span<const iovec> dst, uint64_t v) {
-  const uint8_t* src = reinterpret_cast<const uint8_t*>(&v);
-  size_t done = 0;
-  for (const iovec& iov : dst) {
-    size_t n = std::min(iov.iov_len, sizeof(v) - done);
-    memcpy(iov.iov_base, src + done, n);
-    done += n;
-    if (done == sizeof(v)) return;
-  }
-}
-
-uint64_t GatherIn(absl::Span<const iovec> src) {
-  uint64_t v = 0;
-  uint8_t* out = reinterpret_cast<uint8_t*>(&v);
-  size_t done = 0;
-  for (const iovec& iov : src) {
-    size_t n = std::min(iov.iov_len, sizeof(v) - done);
-    memcpy(out + done, iov.iov_base, n);
-    done += n;
-    if (done == sizeof(v)) break;
-  }
-  return v;
-}
-
 }  // namespace
 
 EventfdDescription::EventfdDescription(uint64_t initial, int flags, bool semaphore)
@@ -62,7 +36,7 @@ SysResult<size_t> EventfdDescription::Read(Task*, absl::Span<const iovec> dst, i
   if (count_ == 0) return Errno{EAGAIN};
   uint64_t v = semaphore_ ? 1 : count_;
   count_ -= v;
-  ScatterOut(dst, v);
+  vfs::CopyToIovecs(dst, &v, sizeof(v));
   wq_.Notify(POLLOUT);
   return sizeof(uint64_t);
 }
@@ -71,7 +45,8 @@ SysResult<size_t> EventfdDescription::Write(Task*, absl::Span<const iovec> src, 
   if (offset != -1) return Errno{ESPIPE};
   ASSIGN_OR_RETURN_ERRNO(size_t len, vfs::IovecsLength(src));
   if (len < sizeof(uint64_t)) return Errno{EINVAL};
-  uint64_t v = GatherIn(src);
+  uint64_t v = 0;
+  vfs::CopyFromIovecs(src, &v, sizeof(v));
   if (v == ~uint64_t{0}) return Errno{EINVAL};
   if (v > kEventfdMax - count_) return Errno{EAGAIN};
   count_ += v;

@@ -40,14 +40,7 @@ SysResult<size_t> TimerfdDescription::Read(Task*, absl::Span<const iovec> dst, i
   if (ticks_ == 0) return Errno{EAGAIN};
   uint64_t value = ticks_;
   ticks_ = 0;
-  const auto* src = reinterpret_cast<const uint8_t*>(&value);
-  size_t done = 0;
-  for (const iovec& v : dst) {
-    size_t n = std::min(v.iov_len, sizeof(value) - done);
-    memcpy(v.iov_base, src + done, n);
-    done += n;
-    if (done == sizeof(value)) break;
-  }
+  vfs::CopyToIovecs(dst, &value, sizeof(value));
   return sizeof(value);
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "sentry/vfs/vfs.h"
 
@@ -71,6 +72,30 @@ SysResult<size_t> IovecsLength(absl::Span<const iovec> iovs) {
     total += v.iov_len;
   }
   return total;
+}
+
+size_t CopyToIovecs(absl::Span<const iovec> dst, const void* src, size_t len) {
+  const auto* from = static_cast<const uint8_t*>(src);
+  size_t done = 0;
+  for (const iovec& v : dst) {
+    if (done == len) break;
+    size_t n = std::min(v.iov_len, len - done);
+    memcpy(v.iov_base, from + done, n);
+    done += n;
+  }
+  return done;
+}
+
+size_t CopyFromIovecs(absl::Span<const iovec> src, void* dst, size_t len) {
+  auto* to = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  for (const iovec& v : src) {
+    if (done == len) break;
+    size_t n = std::min(v.iov_len, len - done);
+    memcpy(to + done, v.iov_base, n);
+    done += n;
+  }
+  return done;
 }
 
 // --- DirectoryDescription ---

@@ -173,6 +173,12 @@ std::string AbsolutePathOf(const Path& p);
 // Total length of an iovec array (EINVAL past SSIZE_MAX).
 SysResult<size_t> IovecsLength(absl::Span<const iovec> iovs);
 
+// Copy `len` bytes between a flat buffer and the front of an iovec array of sentry
+// addresses, in order; return how many bytes fit (fixed-size records: eventfd counters,
+// timerfd tick counts, signalfd entries).
+size_t CopyToIovecs(absl::Span<const iovec> dst, const void* src, size_t len);
+size_t CopyFromIovecs(absl::Span<const iovec> src, void* dst, size_t len);
+
 }  // namespace usentry::sentry::vfs
 
 #endif  // USENTRY_SENTRY_VFS_FILE_DESCRIPTION_H_
