@@ -85,6 +85,8 @@ def main():
             pct = 100.0 * both / len(passing) if passing else 100.0
             ok &= pct >= BAR and bool(native)
             note = "" if cases or not passing else f" (no results: exit {code}; {err.strip()[-200:]})"
+            if code == "timeout":
+                note += f" (killed at the {args.timeout}s timeout)"
             row += [f"{both}", f"{pct:.1f}%{note}", f"{secs:.1f}s"]
             for c in sorted(passing):
                 if cases.get(c) != "pass":

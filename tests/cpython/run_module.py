@@ -15,16 +15,23 @@ from test.support import os_helper
 
 
 class Recording(unittest.TextTestResult):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.cases = []
+    """Prints each case's outcome as soon as it is known, so a module that hangs or is
+    killed at the timeout still reports the cases it finished."""
+
+    out = None  # our own copy of stdout, set by main()
 
     def _note(self, test, outcome, err=None):
         detail = ""
         if err is not None:
             lines = self._exc_info_to_string(err, test).strip().splitlines()
             detail = lines[-1] if lines else ""
-        self.cases.append((test.id(), outcome, detail))
+        self._emit(test.id(), outcome, detail)
+
+    def _emit(self, case_id, outcome, detail):
+        self.out.write(f"CASE {outcome} {case_id}\n")
+        if detail and outcome in ("fail", "error"):
+            self.out.write(f"DETAIL {case_id} {detail[:200]}\n")
+        self.out.flush()
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -40,7 +47,7 @@ class Recording(unittest.TextTestResult):
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
-        self.cases.append((test.id(), "skip", reason))
+        self._emit(test.id(), "skip", "")
 
     def addExpectedFailure(self, test, err):
         super().addExpectedFailure(test, err)
@@ -62,23 +69,12 @@ def main():
     support.use_resources = []
     support.verbose = False
     # Keep our own copy of stdout: some tests replace or close sys.stdout.
-    out = os.fdopen(os.dup(1), "w")
+    Recording.out = os.fdopen(os.dup(1), "w")
     suite = unittest.defaultTestLoader.loadTestsFromName("test." + name)
     with open(os.devnull, "w") as sink:
         runner = unittest.TextTestRunner(stream=sink, resultclass=Recording, verbosity=0)
         with os_helper.temp_cwd(None):
-            result = runner.run(suite)
-    # Subtest failures are recorded under the subtest id; the parent test id then also
-    # gets "pass" from addSuccess. Count the parent as failed in that case.
-    failed_parents = {c[0].split(" ", 1)[0] for c in result.cases if c[1] in ("fail", "error")
-                      and " " in c[0]}
-    for case_id, outcome, detail in result.cases:
-        if outcome == "pass" and case_id in failed_parents:
-            continue
-        out.write(f"CASE {outcome} {case_id}\n")
-        if detail and outcome in ("fail", "error"):
-            out.write(f"DETAIL {case_id} {detail[:200]}\n")
-    out.flush()
+            runner.run(suite)
 
 
 if __name__ == "__main__":
