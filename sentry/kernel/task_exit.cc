@@ -82,11 +82,11 @@ void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
     info.si_signo = tg->exit_signal;
     SendGroupSignal(*parent, info);
   }
-  if (autoreap) {
-    ReapChild(k, *parent, *tg);
-  } else {
-    parent->child_wq.Notify(kAllEvents);
-  }
+  // Auto-reaped children leave no zombie, but a wait() blocked in the parent must still
+  // look again: with no children left it fails with ECHILD (CPython's
+  // test_wait_when_sigchild_ignored hung here).
+  if (autoreap) ReapChild(k, *parent, *tg);
+  parent->child_wq.Notify(kAllEvents);
 }
 
 }  // namespace
