@@ -9,8 +9,8 @@
 #include <asm/termios.h>
 #include <linux/auxvec.h>
 #include <linux/futex.h>
-#include <linux/signalfd.h>
 #include <linux/sched.h>
+#include <linux/signalfd.h>
 #include <linux/stat.h>
 #include <linux/sysinfo.h>
 #include <linux/utsname.h>
