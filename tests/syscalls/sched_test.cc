@@ -47,6 +47,9 @@ TEST(Capget, RootHasItsEffectiveSetWithinPermitted) {
   __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct d[2] = {};
   ASSERT_SYS_OK(Capget(&h, d));
+  // The assertions are about root's sets. CI runs natively as root and the sandboxed app
+  // is always uid 0, so this only skips when a developer runs the program unprivileged
+  // (their effective set is empty); compare.sh then has no native result to compare.
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
   EXPECT_EQ(d[0].effective & ~d[0].permitted, 0u);
   EXPECT_NE(d[0].effective & (1u << CAP_SYS_NICE), 0u);
@@ -57,6 +60,7 @@ TEST(Capget, RootHasItsEffectiveSetWithinPermitted) {
 }
 
 TEST(Capset, MayDropButNotRaise) {
+  // Dropping CAP_SYS_NICE needs a caller that has it: root (see above for when it skips).
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
   EXPECT_EQ(InChild([] {
               __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -124,6 +128,8 @@ TEST(Priority, BadInputsHaveLinuxErrnos) {
 }
 
 TEST(Priority, UnprivilegedUserCannotLowerNice) {
+  // The child becomes nobody with setresuid, which only root may do; skips only in an
+  // unprivileged developer run (CI and the sandbox are root).
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
   EXPECT_EQ(InChild([] {
               if (setpriority(PRIO_PROCESS, 0, 5) != 0) return 1;
