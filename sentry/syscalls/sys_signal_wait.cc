@@ -15,6 +15,7 @@
 #include "sentry/signal/deliver.h"
 #include "sentry/signal/signal.h"
 #include "sentry/syscalls/sys_file_util.h"
+#include "sentry/syscalls/time_args.h"
 #include "sentry/vfs/fd_table.h"
 
 namespace usentry::sentry {
@@ -22,7 +23,6 @@ namespace usentry::sentry {
 namespace {
 
 constexpr uint64_t kSigSetSize = 8;
-constexpr int64_t kNsPerSec = 1000000000;
 
 // Dequeues the lowest pending signal of `set`: the thread's own first, then the
 // process's (Linux's dequeue_signal).
@@ -66,7 +66,7 @@ SyscallResult SysRtSigtimedwait(Task& t, const SyscallArgs& a) {
   std::optional<absl::Time> deadline;
   if (!a.ptr(2).IsNull()) {
     ASSIGN_OR_RETURN_ERRNO(timespec ts, t.mm().CopyInObj<timespec>(a.ptr(2)));
-    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= kNsPerSec) return Errno{EINVAL};
+    if (!ValidTimespec(ts)) return Errno{EINVAL};
     deadline = absl::Now() + absl::DurationFromTimespec(ts);
   }
   siginfo_t info;

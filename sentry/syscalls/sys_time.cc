@@ -8,17 +8,13 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/sys_info.h"
+#include "sentry/syscalls/time_args.h"
 
 namespace usentry::sentry {
 
 namespace {
 
-constexpr int64_t kNsPerSec = 1000000000;
 constexpr int kClockTicks = 100;
-
-bool ValidTimespec(const timespec& ts) {
-  return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < kNsPerSec;
-}
 
 // Host clock for an app clock id. CPU-time clocks are approximated by the process's
 // lifetime until per-stub CPU accounting lands (documented in the table).
@@ -99,7 +95,7 @@ SyscallResult SysClockSettime(Task& t, const SyscallArgs& a) {
 SyscallResult SysSettimeofday(Task& t, const SyscallArgs& a) {
   if (!a.ptr(0).IsNull()) {
     ASSIGN_OR_RETURN_ERRNO(timeval tv, t.mm().CopyInObj<timeval>(a.ptr(0)));
-    if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000) return Errno{EINVAL};
+    if (!ValidTimeval(tv)) return Errno{EINVAL};
   }
   if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyInObj<struct timezone>(a.ptr(1)));
   return Errno{EPERM};

@@ -17,21 +17,12 @@
 #include "sentry/mm/memory_manager.h"
 #include "sentry/signal/signal.h"
 #include "sentry/syscalls/sys_file_util.h"
+#include "sentry/syscalls/time_args.h"
 #include "sentry/vfs/fd_table.h"
 
 namespace usentry::sentry {
 
 namespace {
-
-constexpr int64_t kNsPerSec = 1000000000;
-constexpr int64_t kUsPerSec = 1000000;
-
-bool ValidTimespec(const timespec& ts) {
-  return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < kNsPerSec;
-}
-bool ValidTimeval(const timeval& tv) {
-  return tv.tv_sec >= 0 && tv.tv_usec >= 0 && tv.tv_usec < kUsPerSec;
-}
 
 enum class TimerKind { kPosix, kTimerfd };
 
