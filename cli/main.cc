@@ -1,4 +1,5 @@
-// The usentry binary: `usentry run`, `usentry syscalls --markdown`, `usentry version`.
+// The usentry binary: `usentry run`, `usentry policy check`, `usentry syscalls --markdown`,
+// `usentry version`.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,6 +47,13 @@ int main(int argc, char** argv) {
       return 0;
     case Kind::kRun:
       return usentry::cli::RunCommand(command->run);
+    case Kind::kPolicyCheck:
+      if (command->print_policy) {
+        printf("%s\n", command->checked.ToJson().c_str());
+      } else {
+        printf("%s: ok (%s)\n", command->policy_file.c_str(), command->checked.Digest().c_str());
+      }
+      return 0;
   }
   return kUsageError;
 }

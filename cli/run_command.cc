@@ -1,48 +1,65 @@
 // `usentry run`: gofer and sentry configuration, and what runs in each child process.
 #include "cli/run_command.h"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli/sandbox.h"
 #include "platform/platform.h"
+#include "sentry/audit/audit_log.h"
 #include "sentry/confine/confine.h"
 
 namespace usentry::cli {
 
 gofer::GoferConfig MakeGoferConfig(const RunOptions& options) {
+  const policy::Policy& p = options.policy;
   gofer::GoferConfig config;
-  config.trees.push_back(options.rootfs ? gofer::RootfsTree(*options.rootfs)
-                                        : gofer::DefaultRootTree());
-  for (size_t i = 0; i < options.mounts.size(); ++i) {
-    const MountFlag& m = options.mounts[i];
+  config.trees.push_back(p.rootfs ? gofer::RootfsTree(*p.rootfs) : gofer::DefaultRootTree());
+  for (size_t i = 0; i < p.mounts.size(); ++i) {
+    const policy::Mount& m = p.mounts[i];
     config.trees.push_back(gofer::MountTree(static_cast<int>(i), m.source, m.read_only));
   }
   return config;
 }
 
 sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
+  const policy::Policy& p = options.policy;
   sentry::SentryConfig config;
   config.argv = options.argv;
   config.envp = options.env;
-  config.workdir = options.workdir;
-  for (size_t i = 0; i < options.mounts.size(); ++i) {
-    const MountFlag& m = options.mounts[i];
+  config.workdir = p.workdir;
+  for (size_t i = 0; i < p.mounts.size(); ++i) {
+    const policy::Mount& m = p.mounts[i];
     config.mounts.push_back({absl::StrCat("mount", i), m.target, m.read_only});
   }
   config.platform = options.platform;
   config.strace = options.strace;
   config.report_unsupported = options.report_unsupported;
   config.syscall_patching = options.syscall_patching;
+  config.uid = p.identity.uid;
+  config.gid = p.identity.gid;
+  config.tmpfs_limit_bytes = p.limits.disk_bytes == 0 ? UINT64_MAX : p.limits.disk_bytes;
+  config.limits = p.limits;
+  config.exec_rules = p.exec;
+  config.policy_digest = p.Digest();
+  config.policy_json = p.ToJson();
   return config;
 }
 
 namespace {
+
+// How long after --timeout the CLI kills a sentry that did not stop the run itself.
+constexpr absl::Duration kTimeoutGrace = absl::Seconds(5);
 
 // Body of the gofer child.
 int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
@@ -72,7 +89,8 @@ void StartSentryEarlyWork(const std::string& platform) {
 }
 
 // Body of the sentry child: host resources, confine, then run the kernel.
-int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process) {
+int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& process,
+                        const std::string& run_id, bool config_explain) {
   // Before confinement: the platform's own processes must not inherit the sentry's filter.
   absl::StatusOr<sentry::SentryHost> host = sentry::PrepareSentry(config);
   for (std::thread& t : SentryEarlyThreads()) t.join();
@@ -93,23 +111,85 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
     fprintf(stderr, "usentry: warning: sentry layer %s unavailable; running without it\n",
             missing.c_str());
   }
+  for (const auto& ns : kSentryNamespaces) {
+    bool applied = (process.namespaces & ns.flag) != 0;
+    config.layers.push_back(
+        {absl::StrCat(ns.name, "-namespace"), applied, applied ? "" : "refused by the host"});
+  }
+  for (const sentry::confine::ConfineLayer& l : report->layers) {
+    config.layers.push_back({absl::StrCat("sentry-", l.name), l.applied, l.detail});
+  }
+  config.layers.push_back({"syscall-emulation", true, host->platform->Name()});
   config.gofer_fd = process.gofer_fd;
+  if (process.audit_fd >= 0) {
+    config.audit = std::make_shared<audit::AuditLog>(process.audit_fd, run_id, config_explain);
+  } else {
+    config.audit = std::make_shared<audit::AuditLog>(-1, run_id, config_explain);
+  }
   return sentry::RunSentry(config, std::move(host).value());
 }
 
 }  // namespace
 
+// Opens --audit's destination on the host ("-": a copy of stderr). O_APPEND: the CLI
+// and the sentry each write whole lines to it.
+absl::StatusOr<UniqueFd> OpenAuditFile(const std::string& file) {
+  int fd = file == "-"
+               ? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)
+               : open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--audit ", file, ": ", strerror(errno)));
+  }
+  if (file == "-") fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_APPEND);
+  return UniqueFd(fd);
+}
+
 int RunCommand(const RunOptions& options) {
+  const policy::Policy& p = options.policy;
+  UniqueFd audit_fd;
+  if (!p.audit.file.empty()) {
+    absl::StatusOr<UniqueFd> fd = OpenAuditFile(p.audit.file);
+    if (!fd.ok()) {
+      fprintf(stderr, "usentry: %s\n", std::string(fd.status().message()).c_str());
+      return 125;
+    }
+    audit_fd = std::move(fd).value();
+  }
+  const std::string run_id = audit::NewRunId();
+  audit::AuditLog cli_audit(audit_fd.get(), run_id, p.audit.explain);
   gofer::GoferConfig gofer_config = MakeGoferConfig(options);
   sentry::SentryConfig sentry_config = MakeSentryConfig(options);
   SandboxOptions sandbox;
   sandbox.sentry_early = [&options] { StartSentryEarlyWork(options.platform); };
+  sandbox.audit_fd = audit_fd.get();
+  if (p.limits.timeout != absl::ZeroDuration()) {
+    // The sentry stops the run at the deadline; this is the backstop if it cannot.
+    sandbox.kill_after = p.limits.timeout + kTimeoutGrace;
+  }
+  const absl::Time start = absl::Now();
   absl::StatusOr<SandboxResult> result = RunSandbox(
       sandbox, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
-      [&](const SentryProcess& process) { return ConfineAndRunSentry(sentry_config, process); });
+      [&](const SentryProcess& process) {
+        return ConfineAndRunSentry(sentry_config, process, run_id, p.audit.explain);
+      });
   if (!result.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(result.status().message()).c_str());
+    cli_audit.Emit(audit::kRunEnd, {{"exit_code", 125},
+                                    {"how", "setup_failed"},
+                                    {"error", std::string(result.status().message())}});
     return 125;
+  }
+  // The sentry wrote run_end itself unless it died: then the CLI records what it knows.
+  if (result->killed_at_deadline || result->sentry_crashed) {
+    if (result->killed_at_deadline) {
+      cli_audit.Emit(audit::kLimit, {{"limit", "timeout"},
+                                     {"value_ms", absl::ToInt64Milliseconds(p.limits.timeout)},
+                                     {"action", "sentry killed by the CLI"}});
+    }
+    cli_audit.Emit(audit::kRunEnd,
+                   {{"exit_code", result->exit_code},
+                    {"how", result->killed_at_deadline ? "timeout" : "sentry_crashed"},
+                    {"wall_ms", absl::ToInt64Milliseconds(absl::Now() - start)}});
   }
   return result->exit_code;
 }

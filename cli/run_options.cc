@@ -11,10 +11,12 @@
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "sentry/policy/policy_toml.h"
 
 namespace usentry::cli {
 namespace {
@@ -30,44 +32,148 @@ absl::StatusOr<std::string> RealPath(const std::string& path, absl::string_view 
   return std::string(buf);
 }
 
-// Raw flag values as CLI11 fills them; validated by ToRunOptions.
+// Raw flag values as CLI11 fills them; validated by ToRunOptions. An empty string is a
+// flag not given: the policy file's value (or the default) stands.
 struct RawRunFlags {
+  std::string policy_file;
   std::string rootfs;
   std::vector<std::string> mounts;
-  std::string workdir = kDefaultWorkdir;
+  std::string workdir;
   std::vector<std::string> env;
+  std::vector<std::string> pass_env;
+  std::string user;
+  std::string memory, max_tasks, max_fds, timeout, cpu_time, disk, max_file_size;
+  std::vector<std::string> allow_exec;
+  std::string audit;
+  bool explain = false;
   bool strace = false;
   bool report_unsupported = false;
   bool no_syscall_patching = false;
   std::string platform = "auto";
 };
 
-absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std::string> argv,
-                                        const char* term) {
-  RunOptions run;
-  if (!raw.rootfs.empty()) {
-    ASSIGN_OR_RETURN(std::string rootfs, RealPath(raw.rootfs, "--rootfs"));
+// `FLAG VALUE: reason`, the one-line form of every flag error.
+absl::Status FlagError(absl::string_view flag, absl::string_view value, const absl::Status& st) {
+  return Invalid(absl::StrCat(flag, " ", value, ": ", st.message()));
+}
+
+absl::StatusOr<uint32_t> ParseCount(absl::string_view flag, const std::string& text) {
+  uint32_t v;
+  if (!absl::SimpleAtoi(text, &v)) {
+    return Invalid(absl::StrCat(flag, " ", text, ": expected a non-negative integer"));
+  }
+  return v;
+}
+
+// Applies the limit flags over `l`.
+absl::Status ApplyLimitFlags(const RawRunFlags& raw, policy::Limits& l) {
+  auto size = [](absl::string_view flag, const std::string& text, uint64_t& out) -> absl::Status {
+    if (text.empty()) return absl::OkStatus();
+    absl::StatusOr<uint64_t> v = policy::ParseSize(text, true);
+    if (!v.ok()) return FlagError(flag, text, v.status());
+    out = *v;
+    return absl::OkStatus();
+  };
+  auto duration = [](absl::string_view flag, const std::string& text,
+                     absl::Duration& out) -> absl::Status {
+    if (text.empty()) return absl::OkStatus();
+    absl::StatusOr<absl::Duration> v = policy::ParseDurationFlag(text, true);
+    if (!v.ok()) return FlagError(flag, text, v.status());
+    out = *v;
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(size("--memory", raw.memory, l.memory_bytes));
+  RETURN_IF_ERROR(size("--disk", raw.disk, l.disk_bytes));
+  RETURN_IF_ERROR(size("--max-file-size", raw.max_file_size, l.max_file_size));
+  RETURN_IF_ERROR(duration("--timeout", raw.timeout, l.timeout));
+  RETURN_IF_ERROR(duration("--cpu-time", raw.cpu_time, l.cpu_time));
+  if (!raw.max_tasks.empty()) {
+    ASSIGN_OR_RETURN(l.max_tasks, ParseCount("--max-tasks", raw.max_tasks));
+  }
+  if (!raw.max_fds.empty()) {
+    ASSIGN_OR_RETURN(l.max_fds, ParseCount("--max-fds", raw.max_fds));
+  }
+  return absl::OkStatus();
+}
+
+// "UID[:GID]" (GID defaults to UID).
+absl::Status ApplyUser(const std::string& text, policy::Identity& id) {
+  std::vector<std::string> parts = absl::StrSplit(text, ':');
+  uint32_t uid = 0, gid = 0;
+  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &uid) || uid == UINT32_MAX ||
+      (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &gid) || gid == UINT32_MAX))) {
+    return Invalid(absl::StrCat("--user ", text, ": expected UID[:GID] (numbers)"));
+  }
+  id.uid = uid;
+  id.gid = parts.size() == 2 ? gid : uid;
+  return absl::OkStatus();
+}
+
+// The policy: the --policy file (or the defaults), then each flag over it. Lists
+// (mounts, env, exec allow) append to the file's; single values replace its.
+absl::StatusOr<policy::Policy> BuildPolicy(const RawRunFlags& raw) {
+  policy::Policy p;
+  if (!raw.policy_file.empty()) {
+    ASSIGN_OR_RETURN(p, policy::LoadPolicyFile(raw.policy_file));
+  }
+  if (!raw.rootfs.empty()) p.rootfs = raw.rootfs;
+  if (p.rootfs) {
+    ASSIGN_OR_RETURN(std::string rootfs, RealPath(*p.rootfs, "--rootfs"));
     struct stat st;
     if (stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Invalid(absl::StrCat("--rootfs ", raw.rootfs, ": not a directory"));
+      return Invalid(absl::StrCat("--rootfs ", *p.rootfs, ": not a directory"));
     }
-    run.rootfs = rootfs;
+    p.rootfs = rootfs;
   }
   for (const std::string& spec : raw.mounts) {
-    ASSIGN_OR_RETURN(MountFlag mount, ParseMountSpec(spec));
-    for (const MountFlag& other : run.mounts) {
+    ASSIGN_OR_RETURN(policy::Mount mount, policy::ParseMountSpec(spec));
+    for (const policy::Mount& other : p.mounts) {
       if (other.target == mount.target) {
         return Invalid(absl::StrCat("--mount ", spec, ": ", mount.target, " is mounted twice"));
       }
     }
-    run.mounts.push_back(std::move(mount));
+    p.mounts.push_back(std::move(mount));
   }
-  absl::StatusOr<std::string> workdir = NormalizeSandboxPath(raw.workdir);
-  if (!workdir.ok()) {
-    return Invalid(absl::StrCat("--workdir ", raw.workdir, ": ", workdir.status().message()));
+  if (!raw.workdir.empty()) {
+    absl::StatusOr<std::string> workdir = policy::NormalizeSandboxPath(raw.workdir);
+    if (!workdir.ok()) return FlagError("--workdir", raw.workdir, workdir.status());
+    p.workdir = *workdir;
   }
-  run.workdir = *workdir;
-  ASSIGN_OR_RETURN(run.env, BuildEnvironment(raw.env, term));
+  for (const std::string& kv : raw.env) {
+    if (kv.find('=') == std::string::npos || kv[0] == '=') {
+      return Invalid(absl::StrCat("--env ", kv, ": expected NAME=VALUE"));
+    }
+    p.env.push_back(kv);
+  }
+  for (const std::string& name : raw.pass_env) {
+    if (name.empty() || name.find('=') != std::string::npos) {
+      return Invalid(absl::StrCat("--pass-env ", name, ": expected a variable NAME"));
+    }
+    p.pass_env.push_back(name);
+  }
+  if (!raw.user.empty()) RETURN_IF_ERROR(ApplyUser(raw.user, p.identity));
+  RETURN_IF_ERROR(ApplyLimitFlags(raw, p.limits));
+  for (const std::string& a : raw.allow_exec) {
+    absl::StatusOr<std::string> pattern = policy::NormalizeExecPattern(a);
+    if (!pattern.ok()) return FlagError("--allow-exec", a, pattern.status());
+    p.exec.restricted = true;
+    p.exec.allow.push_back(*pattern);
+  }
+  if (!raw.audit.empty()) p.audit.file = raw.audit;
+  if (raw.explain) p.audit.explain = true;
+  RETURN_IF_ERROR(policy::Validate(p));
+  return p;
+}
+
+absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std::string> argv,
+                                        const char* term) {
+  RunOptions run;
+  ASSIGN_OR_RETURN(run.policy, BuildPolicy(raw));
+  std::vector<std::string> extra = run.policy.env;
+  for (const std::string& name : run.policy.pass_env) {
+    if (const char* v = getenv(name.c_str())) extra.push_back(absl::StrCat(name, "=", v));
+  }
+  ASSIGN_OR_RETURN(run.env, BuildEnvironment(extra, term));
   run.strace = raw.strace;
   run.report_unsupported = raw.report_unsupported;
   run.syscall_patching = !raw.no_syscall_patching;
@@ -80,48 +186,6 @@ absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std:
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> NormalizeSandboxPath(absl::string_view path) {
-  if (path.empty() || path[0] != '/') return Invalid("must be an absolute path");
-  std::vector<absl::string_view> parts;
-  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
-    if (part == ".") continue;
-    if (part == "..") return Invalid("must not contain \"..\"");
-    parts.push_back(part);
-  }
-  return absl::StrCat("/", absl::StrJoin(parts, "/"));
-}
-
-absl::StatusOr<MountFlag> ParseMountSpec(absl::string_view spec) {
-  std::vector<std::string> parts = absl::StrSplit(spec, ':');
-  auto error = [&](absl::string_view why) {
-    return Invalid(absl::StrCat("--mount ", spec, ": ", why));
-  };
-  if (parts.size() < 2 || parts.size() > 3) return error("expected SRC:DST[:ro|rw]");
-  MountFlag mount;
-  if (parts.size() == 3) {
-    if (parts[2] == "ro") {
-      mount.read_only = true;
-    } else if (parts[2] == "rw") {
-      mount.read_only = false;
-    } else {
-      return error(absl::StrCat("unknown mode \"", parts[2], "\" (expected ro or rw)"));
-    }
-  }
-  if (parts[0].empty()) return error("empty source");
-  char buf[PATH_MAX];
-  if (realpath(parts[0].c_str(), buf) == nullptr) {
-    return error(absl::StrCat("source ", parts[0], ": ", strerror(errno)));
-  }
-  mount.source = buf;
-  absl::StatusOr<std::string> target = NormalizeSandboxPath(parts[1]);
-  if (!target.ok()) {
-    return error(absl::StrCat("destination ", parts[1], " ", target.status().message()));
-  }
-  if (*target == "/") return error("cannot mount over the sandbox root (use --rootfs)");
-  mount.target = *target;
-  return mount;
-}
 
 absl::StatusOr<std::vector<std::string>> BuildEnvironment(const std::vector<std::string>& extra,
                                                           const char* term) {
@@ -150,13 +214,42 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
 
   RawRunFlags raw;
   CLI::App* run = app.add_subcommand("run", "Run PROGRAM in a fresh sandbox");
+  run->add_option("--policy", raw.policy_file,
+                  "TOML policy file (docs/policy.md); flags below override or extend it")
+      ->type_name("FILE");
   run->add_option("--rootfs", raw.rootfs, "Directory used as the sandbox's root (read-only)");
   run->add_option("--mount", raw.mounts, "SRC:DST[:ro|rw] host path shown at DST (default ro)")
       ->type_name("SRC:DST[:MODE]");
-  run->add_option("--workdir", raw.workdir, "Working directory in the sandbox")
-      ->capture_default_str();
+  run->add_option("--workdir", raw.workdir,
+                  "Working directory in the sandbox (default /workspace)");
   run->add_option("--env", raw.env, "K=V added to the (otherwise clean) environment")
       ->type_name("K=V");
+  run->add_option("--pass-env", raw.pass_env, "Copy NAME from the caller's environment, if set")
+      ->type_name("NAME");
+  run->add_option("--user", raw.user, "Identity of the program inside (default 0:0)")
+      ->type_name("UID[:GID]");
+  run->add_option("--memory", raw.memory, "App memory limit, e.g. 512MiB (default 2GiB; none)")
+      ->type_name("SIZE");
+  run->add_option("--max-tasks", raw.max_tasks, "Threads + processes at once (default 512)")
+      ->type_name("N");
+  run->add_option("--max-fds", raw.max_fds, "Open files per process (default 1024)")
+      ->type_name("N");
+  run->add_option("--timeout", raw.timeout,
+                  "Wall-clock limit; then everything is killed, exit 124 (default 15m; none)")
+      ->type_name("DURATION");
+  run->add_option("--cpu-time", raw.cpu_time, "CPU time of all app tasks (default none)")
+      ->type_name("DURATION");
+  run->add_option("--disk", raw.disk, "Bytes the writable layer may hold (default 1GiB)")
+      ->type_name("SIZE");
+  run->add_option("--max-file-size", raw.max_file_size, "Largest file the app may write")
+      ->type_name("SIZE");
+  run->add_option("--allow-exec", raw.allow_exec,
+                  "Only these programs may be executed (sandbox path, or DIR/*); repeatable")
+      ->type_name("PATH");
+  run->add_option("--audit", raw.audit, "Write the run's JSONL audit record to FILE (- = stderr)")
+      ->type_name("FILE");
+  run->add_flag("--explain", raw.explain, "Print one line on stderr for each denied access");
+
   run->add_flag("--strace", raw.strace, "Print each syscall of the program on stderr");
   run->add_flag("--report-unsupported", raw.report_unsupported,
                 "Report unimplemented syscalls the program used");
@@ -175,11 +268,18 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
   CLI::App* syscalls = app.add_subcommand("syscalls", "Print the syscall support table");
   syscalls->add_flag("--markdown", markdown, "As the markdown of docs/syscalls.md");
   CLI::App* version = app.add_subcommand("version", "Print the version");
+  CLI::App* policy_cmd = app.add_subcommand("policy", "Work with policy files");
+  std::string policy_file;
+  bool print_policy = false;
+  CLI::App* check = policy_cmd->add_subcommand("check", "Validate a policy file");
+  check->add_option("FILE", policy_file, "The TOML policy")->required();
+  check->add_flag("--print", print_policy, "Print the policy as canonical JSON");
+  policy_cmd->require_subcommand(1);
 
   if (!args.empty() && !args[0].empty() && args[0][0] != '-' && args[0] != "run" &&
-      args[0] != "syscalls" && args[0] != "version") {
-    return Invalid(
-        absl::StrCat("unknown command \"", args[0], "\" (expected run, syscalls or version)"));
+      args[0] != "syscalls" && args[0] != "version" && args[0] != "policy") {
+    return Invalid(absl::StrCat("unknown command \"", args[0],
+                                "\" (expected run, policy, syscalls or version)"));
   }
   // Split at the first "--" ourselves: CLI11 would hand a "--" in a subcommand back to
   // the parent app, which could take the program's name for a subcommand.
@@ -229,6 +329,11 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
     command.markdown = true;
   } else if (version->parsed()) {
     command.kind = Command::Kind::kVersion;
+  } else if (check->parsed()) {
+    command.kind = Command::Kind::kPolicyCheck;
+    command.policy_file = policy_file;
+    command.print_policy = print_policy;
+    ASSIGN_OR_RETURN(command.checked, policy::LoadPolicyFile(policy_file));
   }
   return command;
 }

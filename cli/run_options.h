@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "sentry/policy/policy.h"
 
 namespace usentry::cli {
 
@@ -19,19 +20,11 @@ inline constexpr char kDefaultHome[] = "/root";
 inline constexpr char kDefaultLang[] = "C.UTF-8";
 inline constexpr char kDefaultWorkdir[] = "/workspace";
 
-// A validated --mount: `source` is an existing host path, canonical (realpath);
-// `target` an absolute, normalized sandbox path.
-struct MountFlag {
-  std::string source;
-  std::string target;
-  bool read_only = true;
-};
-
+// A validated `usentry run`: the run's Policy (what the app may reach and use) and how
+// to run it (platform, tracing), kept apart as ARCHITECTURE.md asks.
 struct RunOptions {
-  std::optional<std::string> rootfs;  // canonical host directory
-  std::vector<MountFlag> mounts;
-  std::string workdir = kDefaultWorkdir;
-  std::vector<std::string> env;  // the complete environment, "K=V"
+  policy::Policy policy;
+  std::vector<std::string> env;  // the complete environment, "K=V" (from the policy)
   bool strace = false;
   bool report_unsupported = false;
   bool syscall_patching = true;  // systrap: rewrite hot syscall sites (--no-syscall-patching)
@@ -40,23 +33,19 @@ struct RunOptions {
 };
 
 struct Command {
-  enum class Kind { kRun, kSyscalls, kVersion, kHelp };
+  enum class Kind { kRun, kSyscalls, kVersion, kHelp, kPolicyCheck };
   Kind kind = Kind::kHelp;
-  RunOptions run;         // kRun
-  bool markdown = false;  // kSyscalls
-  std::string help;       // kHelp: text to print on stdout (exit 0)
+  RunOptions run;             // kRun
+  bool markdown = false;      // kSyscalls
+  std::string help;           // kHelp: text to print on stdout (exit 0)
+  policy::Policy checked;     // kPolicyCheck: the policy file, loaded and validated
+  std::string policy_file;    // kPolicyCheck
+  bool print_policy = false;  // kPolicyCheck --print: the canonical JSON on stdout
 };
 
 // Parses `args` (without argv[0]). `term` is the caller's $TERM or nullptr. An error's
 // message is the one-line reason (without the "usentry: " prefix); exit code 125.
 absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, const char* term);
-
-// "SRC:DST[:ro|rw]" -> MountFlag. Checks that SRC exists (and canonicalizes it).
-absl::StatusOr<MountFlag> ParseMountSpec(absl::string_view spec);
-
-// Absolute sandbox path, normalized ("//a/./b/" -> "/a/b"); ".." and relative paths are
-// refused because the sandbox's view is not the host's and a guess would be wrong.
-absl::StatusOr<std::string> NormalizeSandboxPath(absl::string_view path);
 
 // PATH, HOME, LANG, TERM (only if `term` is set), then each "K=V" of `extra`, a later
 // value replacing an earlier one of the same name. Nothing else of the host.

@@ -39,11 +39,11 @@ TEST(ParseCommandLineTest, RunWithDashDash) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->kind, Command::Kind::kRun);
   EXPECT_THAT(c->run.argv, ElementsAre("python3", "script.py", "--flag"));
-  EXPECT_EQ(c->run.workdir, "/workspace");
+  EXPECT_EQ(c->run.policy.workdir, "/workspace");
   EXPECT_EQ(c->run.platform, "auto");
   EXPECT_TRUE(c->run.syscall_patching);
   EXPECT_FALSE(c->run.strace);
-  EXPECT_FALSE(c->run.rootfs.has_value());
+  EXPECT_FALSE(c->run.policy.rootfs.has_value());
   EXPECT_THAT(c->run.env,
               ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                           "HOME=/root", "LANG=C.UTF-8"));
@@ -91,14 +91,14 @@ TEST(ParseCommandLineTest, AllRunFlags) {
                                     "xterm-256color");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->run.syscall_patching);
-  EXPECT_EQ(c->run.rootfs, rootfs.path());
-  ASSERT_EQ(c->run.mounts.size(), 2u);
-  EXPECT_EQ(c->run.mounts[0].source, src.path());
-  EXPECT_EQ(c->run.mounts[0].target, "/data");
-  EXPECT_FALSE(c->run.mounts[0].read_only);
-  EXPECT_EQ(c->run.mounts[1].target, "/data2");
-  EXPECT_TRUE(c->run.mounts[1].read_only);
-  EXPECT_EQ(c->run.workdir, "/data");
+  EXPECT_EQ(c->run.policy.rootfs, rootfs.path());
+  ASSERT_EQ(c->run.policy.mounts.size(), 2u);
+  EXPECT_EQ(c->run.policy.mounts[0].source, src.path());
+  EXPECT_EQ(c->run.policy.mounts[0].target, "/data");
+  EXPECT_FALSE(c->run.policy.mounts[0].read_only);
+  EXPECT_EQ(c->run.policy.mounts[1].target, "/data2");
+  EXPECT_TRUE(c->run.policy.mounts[1].read_only);
+  EXPECT_EQ(c->run.policy.workdir, "/data");
   EXPECT_TRUE(c->run.strace);
   EXPECT_TRUE(c->run.report_unsupported);
   EXPECT_THAT(c->run.env, ElementsAre(::testing::StartsWith("PATH="), "HOME=/root", "LANG=C.UTF-8",
@@ -166,7 +166,7 @@ TEST(ParseMountSpecTest, CanonicalizesSource) {
   TempDir dir;
   std::filesystem::create_directory(dir.path() + "/sub");
   std::filesystem::create_directory_symlink(dir.path() + "/sub", dir.path() + "/link");
-  absl::StatusOr<MountFlag> m = ParseMountSpec(dir.path() + "/link/.:/x//y/./");
+  absl::StatusOr<policy::Mount> m = policy::ParseMountSpec(dir.path() + "/link/.:/x//y/./");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->source, dir.path() + "/sub");
   EXPECT_EQ(m->target, "/x/y");

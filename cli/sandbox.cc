@@ -10,9 +10,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 
 namespace usentry::cli {
@@ -177,6 +180,7 @@ struct SentryChildArgs {
   int sync_write;
   int namespaces;
   bool root_to_nobody;
+  int audit_fd;
 };
 
 int SentryChild(void* raw) {
@@ -187,9 +191,9 @@ int SentryChild(void* raw) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
   // Before the early work starts threads: closing FDs under them would pull their own
   // (memfds, the seccomp export) away mid-use, or hand their numbers to our socket.
-  if (!KeepOnlyStdioAnd({&args->sock, &args->sync_read})) {
-    ChildFail("sentry: closing inherited FDs");
-  }
+  bool ok = args->audit_fd >= 0 ? KeepOnlyStdioAnd({&args->sock, &args->sync_read, &args->audit_fd})
+                                : KeepOnlyStdioAnd({&args->sock, &args->sync_read});
+  if (!ok) ChildFail("sentry: closing inherited FDs");
   if (*args->early) (*args->early)();
   char go = 0;
   ssize_t n;
@@ -215,6 +219,7 @@ int SentryChild(void* raw) {
   SentryProcess process;
   process.namespaces = args->namespaces;
   process.gofer_fd = args->sock;
+  process.audit_fd = args->audit_fd;
   int rc = (*args->main)(process);
   fflush(nullptr);
   _exit(rc);
@@ -285,6 +290,25 @@ int WaitFor(pid_t pid) {
     if (errno != EINTR) return -1;
   }
   return status;
+}
+
+// WaitFor, but SIGKILLs `pid` at `deadline` (then sets *killed).
+int WaitUntil(pid_t pid, absl::Time deadline, bool* killed) {
+  if (deadline == absl::InfiniteFuture()) return WaitFor(pid);
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd.valid()) return WaitFor(pid);  // pre-5.3 kernel: no backstop
+  while (true) {
+    int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (ms <= 0) {
+      kill(pid, SIGKILL);
+      *killed = true;
+      return WaitFor(pid);
+    }
+    pollfd p{pidfd.get(), POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, INT32_MAX)));
+    if (n > 0) return WaitFor(pid);
+    if (n < 0 && errno != EINTR) return WaitFor(pid);
+  }
 }
 
 void KillAndReap(pid_t pid) {
@@ -368,7 +392,7 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   bool root_to_nobody = geteuid() == 0;
   SentryChildArgs args{&sentry_main,    &options.sentry_early, sentry_end.get(),
                        sync_read.get(), sync_write.get(),      0,
-                       root_to_nobody};
+                       root_to_nobody,  options.audit_fd};
   int granted = 0;
   pid_t sentry = CloneSentryWithFallback(
       args, options, static_cast<char*>(stack) + kSentryStackSize, result, granted);
@@ -399,7 +423,10 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   }
 
   forwarding.Start();
-  int status = WaitFor(sentry);
+  absl::Time deadline = options.kill_after == absl::InfiniteDuration()
+                            ? absl::InfiniteFuture()
+                            : absl::Now() + options.kill_after;
+  int status = WaitUntil(sentry, deadline, &result.killed_at_deadline);
   sync_write.reset();
   if (status < 0) {
     absl::Status st = ErrnoStatus(absl::StrCat("waitpid(sentry ", sentry, ")"));
@@ -407,9 +434,13 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     return st;
   }
   KillAndReap(gofer);
-  if (WIFEXITED(status)) {
+  if (result.killed_at_deadline) {
+    fprintf(stderr, "usentry: timeout: the sandbox did not stop by itself; killed\n");
+    result.exit_code = 124;
+  } else if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   } else {
+    result.sentry_crashed = true;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     fprintf(stderr, "usentry: sentry crashed (signal %d)\n", sig);
     result.exit_code = 125;

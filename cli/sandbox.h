@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/unique_fd.h"
 
 namespace usentry::cli {
@@ -28,7 +29,8 @@ inline constexpr struct {
 
 // What the sentry child is told about the process it runs in.
 struct SentryProcess {
-  int gofer_fd = 3;    // its end of the gofer socketpair (the only FD besides 0-2)
+  int gofer_fd = 3;    // its end of the gofer socketpair
+  int audit_fd = -1;   // SandboxOptions::audit_fd as numbered in the sentry, or -1
   int namespaces = 0;  // CLONE_NEW* flags clone() actually granted
 };
 
@@ -41,6 +43,13 @@ struct SandboxOptions {
   // Runs in the sentry child first, before it waits for its uid/gid maps: a place to
   // start slow preparations (on a thread) so that they overlap the CLI's work.
   std::function<void()> sentry_early;
+  // A host FD the sentry keeps (besides 0-2 and its gofer socket): the audit stream.
+  // The gofer does not get it.
+  int audit_fd = -1;
+  // The CLI's backstop for --timeout: the sentry enforces the limit itself and exits
+  // 124; if it has not exited this long after the start, the CLI kills it (and reports
+  // SandboxResult::killed_at_deadline). InfiniteDuration: never.
+  absl::Duration kill_after = absl::InfiniteDuration();
 };
 
 // Runs in the forked gofer child with its socket end (fd 3); returns the exit code.
@@ -52,6 +61,8 @@ using SentryMain = std::function<int(const SentryProcess&)>;
 struct SandboxResult {
   int exit_code = 125;                // what `usentry run` exits with
   std::vector<std::string> warnings;  // layers that are missing (also printed on stderr)
+  bool sentry_crashed = false;        // died of a signal the CLI did not send
+  bool killed_at_deadline = false;    // SandboxOptions::kill_after passed (exit_code 124)
 };
 
 // Creates the gofer and the sentry, waits for the sentry, then kills and reaps the gofer.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "abi/errno.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gofer/client.h"
@@ -40,6 +41,7 @@ namespace {
 constexpr int kExitSetupFailed = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
+constexpr int kExitTimeout = 124;  // as timeout(1)
 // Address space reserved for app memory (sparse: only touched pages cost anything).
 constexpr uint64_t kMemoryFileCapacity = 1ull << 40;
 
@@ -146,6 +148,86 @@ void StartSignalForwarder(Kernel& k) {
   }).detach();
 }
 
+// The exec allowlist names programs as the user knows them ("/usr/bin/python3",
+// "/bin/*"); execve checks the file it finally opened ("/usr/bin/python3.11"). Each
+// pattern is resolved once here, in the pristine view before the app can change
+// anything, and the resolved form is allowed too.
+policy::ExecRules ResolveExecRules(vfs::Vfs& vfs, const policy::ExecRules& rules,
+                                   const Credentials& creds) {
+  policy::ExecRules out = rules;
+  vfs::ResolveContext rc;
+  rc.creds = &creds;
+  rc.root = vfs.root();
+  rc.start = vfs.root();
+  for (const std::string& pattern : rules.allow) {
+    bool dir = absl::EndsWith(pattern, "/*");
+    std::string path = dir ? pattern.substr(0, pattern.size() - 2) : pattern;
+    auto resolved = vfs.Resolve(rc, path.empty() ? "/" : path, true);
+    if (!resolved.ok()) continue;  // absent in this view: nothing to execute anyway
+    std::string real = vfs.PathOf(*resolved);
+    if (dir) real = real == "/" ? "/*" : absl::StrCat(real, "/*");
+    if (real != pattern) out.allow.push_back(real);
+  }
+  return out;
+}
+
+// The run_start audit record: who runs what under which policy, and which defense
+// layers are in force on this host.
+void EmitRunStart(const SentryConfig& cfg, Kernel& k) {
+  if (!k.audit().enabled()) return;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const SentryConfig::Layer& l : cfg.layers) {
+    layers.push_back({{"name", l.name}, {"applied", l.applied}, {"detail", l.detail}});
+  }
+  nlohmann::json policy = nlohmann::json::parse(cfg.policy_json, nullptr, false);
+  k.audit().Emit(audit::kRunStart, {{"argv", cfg.argv},
+                                    {"workdir", cfg.workdir},
+                                    {"policy_digest", cfg.policy_digest},
+                                    {"policy", policy},
+                                    {"platform", std::string(k.platform().Name())},
+                                    {"layers", layers}});
+}
+
+// The run_end audit record. `how`: exited, signaled, timeout, not_found, not_executable.
+void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(k.mu) {
+  if (!k.audit().enabled()) return;
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  auto ms = [](const timeval& tv) { return tv.tv_sec * 1000 + tv.tv_usec / 1000; };
+  k.audit().Emit(audit::kRunEnd, {{"exit_code", exit_code},
+                                  {"how", how},
+                                  {"wall_ms", absl::ToInt64Milliseconds(absl::Now() - start)},
+                                  {"sentry_cpu_ms", ms(self.ru_utime) + ms(self.ru_stime)},
+                                  {"syscalls", k.SyscallCounts()}});
+}
+
+// Waits for the init process to exit; at the --timeout deadline kills every process
+// (as SIGKILL would) and records it. Returns whether the deadline struck.
+bool WaitForInitOrTimeout(Kernel& k, absl::Time start, absl::Duration timeout)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(k.mu) {
+  const absl::Time deadline =
+      timeout == absl::ZeroDuration() ? absl::InfiniteFuture() : start + timeout;
+  while (!k.init_exited) {
+    if (!k.init_exit_cv.WaitWithDeadline(&k.mu, deadline) || k.init_exited) continue;
+    if (absl::Now() < deadline) continue;
+    k.audit().Emit(audit::kLimit, {{"limit", "timeout"},
+                                   {"value_ms", absl::ToInt64Milliseconds(timeout)},
+                                   {"action", "killed all processes"}});
+    fprintf(stderr, "usentry: timeout: the run exceeded %s; killed\n",
+            absl::FormatDuration(timeout).c_str());
+    siginfo_t info{};
+    info.si_signo = SIGKILL;
+    info.si_code = SI_KERNEL;
+    for (auto& tg : k.ThreadGroups()) {
+      if (!tg->zombie) SendGroupSignal(*tg, info);
+    }
+    while (!k.init_exited) k.init_exit_cv.Wait(&k.mu);
+    return true;
+  }
+  return false;
+}
+
 int ExitCodeOf(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   return 128 + WTERMSIG(wait_status);
@@ -198,18 +280,23 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   if (!vfs.ok()) return fail("filesystem", vfs.status());
 
   KernelOptions opts;
-  opts.strace = cfg.strace;
-  opts.report_unsupported = cfg.report_unsupported;
-  opts.hostname = cfg.hostname;
   Credentials& c = opts.initial_creds;
   c.ruid = c.euid = c.suid = c.fsuid = cfg.uid;
   c.rgid = c.egid = c.sgid = c.fsgid = cfg.gid;
+  opts.limits = cfg.limits;
+  opts.exec_rules = ResolveExecRules(**vfs, cfg.exec_rules, opts.initial_creds);
+  opts.audit = cfg.audit;
+  opts.strace = cfg.strace;
+  opts.report_unsupported = cfg.report_unsupported;
+  opts.hostname = cfg.hostname;
   // The kernel is deliberately never destroyed, on any return path: the sentry process
   // exits right after RunSentry returns, while the signal forwarder, host-file poller or
   // a detached task thread leaving its final Mutex::Unlock may still be using it.
   Kernel& k = *new Kernel(opts, std::move(host.platform), std::move(host.memory_file),
                           std::move(vfs).value());
   StartSignalForwarder(k);
+  const absl::Time start = absl::Now();
+  EmitRunStart(cfg, k);
   if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k, absl::MakeConstSpan(cfg.stdio_fds)); !s.ok())
     return fail("/dev", s);
   if (absl::Status s = fsimpl::MountProcfs(k.vfs(), k); !s.ok()) return fail("/proc", s);
@@ -248,19 +335,25 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
               s.error() == ENOENT ? "command not found" : strerror(s.error()));
       task->set_mm(nullptr);
       delete task;
-      return s.error() == ENOENT ? kExitNotFound : kExitNotExecutable;
+      int code = s.error() == ENOENT ? kExitNotFound : kExitNotExecutable;
+      EmitRunEnd(k, start, code, s.error() == ENOENT ? "not_found" : "not_executable");
+      return code;
     }
     tg->tasks.push_back(task);
     k.RegisterThreadGroup(tg);
     k.RegisterTask(task);
     k.StartTask(task);
-    while (!k.init_exited) k.init_exit_cv.Wait(&k.mu);
+    bool timed_out = WaitForInitOrTimeout(k, start, cfg.limits.timeout);
     // Every other process was killed with init; let their threads finish (bounded).
     absl::Time give_up = absl::Now() + absl::Seconds(10);
     while (k.running_threads > 0 && absl::Now() < give_up) {
       k.threads_cv.WaitWithDeadline(&k.mu, give_up);
     }
-    exit_code = ExitCodeOf(k.init_wait_status);
+    exit_code = timed_out ? kExitTimeout : ExitCodeOf(k.init_wait_status);
+    EmitRunEnd(k, start, exit_code,
+               timed_out                         ? "timeout"
+               : WIFSIGNALED(k.init_wait_status) ? "signaled"
+                                                 : "exited");
     if (k.running_threads > 0) {
       // A task thread is stuck in a host call; exiting the sentry kills its stubs.
       fflush(stderr);

@@ -9,7 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "platform/platform.h"
+#include "sentry/audit/audit_log.h"
 #include "sentry/mm/memory_file.h"
+#include "sentry/policy/policy.h"
 
 namespace usentry::sentry {
 
@@ -35,6 +37,19 @@ struct SentryConfig {
   int gofer_fd = -1;                        // the sentry's end of the gofer socketpair
   int stdio_fds[3] = {0, 1, 2};             // host FDs the app's 0/1/2 are bound to
   uint64_t tmpfs_limit_bytes = 1ull << 30;  // writable layer cap
+  policy::Limits limits;                    // enforced by the kernel (sentry/kernel)
+  policy::ExecRules exec_rules;
+  // The audit stream (shared with the CLI's own records) and what run_start says.
+  std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
+  std::string policy_digest;
+  std::string policy_json;  // Policy::ToJson()
+  // Defense layers in force and missing on this host (run_start's "layers").
+  struct Layer {
+    std::string name;
+    bool applied = false;
+    std::string detail;
+  };
+  std::vector<Layer> layers;
 };
 
 // What the sentry takes from the host before it confines itself: the memory file and

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_run.h"
 #include "sentry/kernel/thread_group.h"
@@ -65,12 +66,25 @@ void Kernel::StartTask(Task* t) {
   std::thread([this, t] { RunTask(t); }).detach();
 }
 
-void Kernel::NoteUnsupported(int nr) {
+void Kernel::NoteUnsupported(int pid, int nr) {
   if (!unsupported_reported_.insert(nr).second) return;
-  if (!opts_.strace && !opts_.report_unsupported) return;
   const SyscallInfo* info = LookupSyscall(nr);
-  fprintf(stderr, "usentry: unsupported syscall %s (%d): returned ENOSYS\n",
-          info ? info->name : "unknown", nr);
+  std::string name = info ? info->name : absl::StrCat("syscall_", nr);
+  audit().Emit(
+      audit::kSyscall,
+      {{"pid", pid}, {"nr", nr}, {"name", name}, {"status", "unimplemented"}, {"errno", "ENOSYS"}});
+  if (!opts_.strace && !opts_.report_unsupported) return;
+  fprintf(stderr, "usentry: unsupported syscall %s (%d): returned ENOSYS\n", name.c_str(), nr);
+}
+
+std::map<std::string, uint64_t> Kernel::SyscallCounts() {
+  std::map<std::string, uint64_t> out;
+  for (int nr = 0; nr < kSyscallCountSlots; nr++) {
+    if (syscall_counts_[nr] == 0) continue;
+    const SyscallInfo* info = LookupSyscall(nr);
+    out[info ? std::string(info->name) : absl::StrCat("syscall_", nr)] += syscall_counts_[nr];
+  }
+  return out;
 }
 
 }  // namespace usentry::sentry

@@ -20,9 +20,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "platform/platform.h"
+#include "sentry/audit/audit_log.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/timers.h"
+#include "sentry/policy/policy.h"
 
 namespace usentry::gofer {
 class Client;
@@ -48,7 +50,14 @@ struct KernelOptions {
   bool report_unsupported = false;
   std::string hostname = "usentry";
   Credentials initial_creds;  // identity of the first task
+  policy::Limits limits;
+  policy::ExecRules exec_rules;
+  // The run's audit stream (never null; a disabled log when there is no --audit).
+  std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
 };
+
+// Syscall numbers counted per run (the x86-64 table ends below 512).
+inline constexpr int kSyscallCountSlots = 512;
 
 class Kernel {
  public:
@@ -60,6 +69,7 @@ class Kernel {
   absl::Mutex mu;
 
   const KernelOptions& options() const { return opts_; }
+  const audit::AuditLog& audit() const { return *opts_.audit; }
   platform::Platform& platform() const { return *platform_; }
   mm::MemoryFile& memory_file() const { return *mf_; }
   vfs::Vfs& vfs() const { return *vfs_; }
@@ -90,8 +100,15 @@ class Kernel {
   int running_threads = 0;
   absl::CondVar threads_cv;
 
-  // Records that the app made a syscall the table does not implement (reported once).
-  void NoteUnsupported(int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Records that the app made a syscall the table does not implement (reported once,
+  // on stderr with --strace/--report-unsupported, and in the audit stream).
+  void NoteUnsupported(int pid, int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Counts one syscall by number (the run_end audit record lists them by name).
+  void CountSyscall(int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (static_cast<unsigned>(nr) < kSyscallCountSlots) syscall_counts_[nr]++;
+  }
+  // {name: count} of the syscalls made so far.
+  std::map<std::string, uint64_t> SyscallCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Set once the init process (first task's group) has exited: its status is the run's.
   bool init_exited = false;
@@ -111,6 +128,7 @@ class Kernel {
   std::map<int32_t, Task*> tasks_;
   std::map<int32_t, std::shared_ptr<ThreadGroup>> groups_;  // live and zombie
   std::set<int> unsupported_reported_;
+  uint64_t syscall_counts_[kSyscallCountSlots] = {};
   // Last member: its thread is stopped first when the kernel is destroyed.
   std::unique_ptr<TimerQueue> timer_queue_ = std::make_unique<TimerQueue>(&mu);
 };

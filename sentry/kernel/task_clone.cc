@@ -188,6 +188,9 @@ void ResetRegistersForExec(Task& t, uint64_t entry, uint64_t sp) {
 
 SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> argv,
                    std::vector<std::string> envp) {
+  const audit::AuditLog& audit = t.kernel().audit();
+  std::vector<std::string> audit_argv;
+  if (audit.enabled()) audit_argv = argv;
   ASSIGN_OR_RETURN_ERRNO(loader::LoadedImage img, loader::Load(t, path, std::move(argv), envp));
   // Point of no return.
   ThreadGroup& tg = t.thread_group();
@@ -214,6 +217,11 @@ SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> ar
   t.robust_list = 0;
   ResetRegistersForExec(t, img.entry, img.sp);
   ReleaseVforkParent(tg);
+  // The exec tree: each image with the process that ran it and its parent.
+  audit.Emit(audit::kExec, {{"pid", tg.pid()},
+                            {"ppid", tg.ppid()},
+                            {"path", t.mm().executable_path},
+                            {"argv", audit_argv}});
   return SysOk();
 }
 

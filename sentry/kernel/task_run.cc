@@ -95,10 +95,11 @@ int HandleSyscall(Task& t) {
   if (strace && info && NoReturn(args.nr)) entry = FormatSyscallEntry(*info, args.a, read_mem);
   t.regs_replaced = false;
   SyscallResult r = Errno{ENOSYS};
+  t.kernel().CountSyscall(static_cast<int>(args.nr));
   if (info && info->handler) {
     r = info->handler(t, args);
   } else {
-    t.kernel().NoteUnsupported(args.nr);
+    t.kernel().NoteUnsupported(t.thread_group().pid(), static_cast<int>(args.nr));
   }
   int64_t raw = r.ok() ? static_cast<int64_t>(r.value()) : -static_cast<int64_t>(r.error());
   if (strace) {

@@ -8,7 +8,10 @@
 
 #include <cstring>
 
+#include "sentry/fsimpl/overlay.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
 #include "sentry/loader/elf.h"
 #include "sentry/vfs/task_context.h"
 
@@ -161,6 +164,28 @@ SysResult<uint64_t> BuildStack(mm::MemoryManager& mm, const std::vector<std::str
   return sp;
 }
 
+// The policy's exec allowlist, checked on the file execve resolved (symlinks followed)
+// and on a script's interpreter alike: allowing a script does not allow whatever its
+// "#!" line names. The ELF interpreter (ld.so) is part of the program, not checked.
+// With an allowlist, a file written in the sandbox's writable layer is never run, even
+// at an allowed path: the app could otherwise copy any binary over /usr/bin/python3.
+SysStatus CheckExecRules(Task& task, const vfs::FileDescription& file,
+                         const std::string& resolved) {
+  const Kernel& k = task.kernel();
+  const policy::ExecRules& rules = k.options().exec_rules;
+  if (!rules.restricted) return SysOk();
+  const char* reason = nullptr;
+  if (!rules.Allows(resolved)) {
+    reason = "not in the exec allowlist";
+  } else if (auto* o = dynamic_cast<const fsimpl::OverlayInode*>(file.inode());
+             o && o->has_upper()) {
+    reason = "allowed path, but the file was written in the sandbox";
+  }
+  if (reason == nullptr) return SysOk();
+  k.audit().Denied(task.thread_group().pid(), "exec", resolved, EACCES, reason, "exec.allow");
+  return Errno{EACCES};
+}
+
 }  // namespace
 
 SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std::string> argv,
@@ -171,6 +196,7 @@ SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std
   for (int depth = 0;; depth++) {
     if (depth > kMaxScriptDepth) return Errno{ELOOP};
     ASSIGN_OR_RETURN_ERRNO(main.file, vfs::OpenForExec(task, cur));
+    RETURN_IF_ERRNO(CheckExecRules(task, *main.file, vfs::FilePath(task, *main.file)));
     ASSIGN_OR_RETURN_ERRNO(size_t got, ReadFully(*main.file, head.data(), head.size(), 0));
     absl::Span<const uint8_t> bytes(head.data(), got);
     if (LooksLikeScript(bytes)) {
