@@ -15,9 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/sandbox.h"
+#include "gofer/host_fs.h"
 #include "platform/platform.h"
 #include "sentry/audit/audit_log.h"
 #include "sentry/confine/confine.h"
+#include "sentry/confine/gofer_confine.h"
 
 namespace usentry::cli {
 
@@ -61,9 +63,27 @@ namespace {
 // How long after --timeout the CLI kills a sentry that did not stop the run itself.
 constexpr absl::Duration kTimeoutGrace = absl::Seconds(5);
 
+// The gofer's self-confinement, once its trees are open: its own /proc/self as root
+// (no host path can be named), file-access capabilities only, no_new_privs, seccomp.
+absl::Status ConfineGoferProcess() {
+  absl::Status root = gofer::EnterProcRoot();
+  if (!root.ok()) {
+    fprintf(stderr,
+            "usentry: warning: gofer layer proc-root unavailable (%s); running without it\n",
+            std::string(root.message()).c_str());
+  }
+  absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineGofer();
+  if (!report.ok()) return report.status();
+  for (const std::string& missing : report->Missing()) {
+    fprintf(stderr, "usentry: warning: gofer layer %s unavailable; running without it\n",
+            missing.c_str());
+  }
+  return absl::OkStatus();
+}
+
 // Body of the gofer child.
 int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
-  absl::Status st = gofer::Serve(config, std::move(sock));
+  absl::Status st = gofer::Serve(config, std::move(sock), ConfineGoferProcess);
   if (!st.ok()) {
     fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
     return 1;

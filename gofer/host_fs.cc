@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace usentry::gofer {
 
@@ -44,7 +45,19 @@ SysResult<struct stat> StatAt(int dir_fd, const std::string& name) {
   return st;
 }
 
-std::string ProcFdPath(int fd) { return absl::StrCat("/proc/self/fd/", fd); }
+namespace {
+// Where this process's /proc/self/fd is: EnterProcRoot moves it.
+const char* g_proc_fd_prefix = "/proc/self/fd/";
+}  // namespace
+
+std::string ProcFdPath(int fd) { return absl::StrCat(g_proc_fd_prefix, fd); }
+
+absl::Status EnterProcRoot() {
+  if (chroot("/proc/self") != 0) return ErrnoStatus("chroot(\"/proc/self\")");
+  if (chdir("/") != 0) return ErrnoStatus("chdir(\"/\") in /proc/self");
+  g_proc_fd_prefix = "/fd/";
+  return absl::OkStatus();
+}
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "base/sys_result.h"
 #include "base/unique_fd.h"
 
@@ -31,6 +32,12 @@ SysResult<struct stat> StatAt(int dir_fd, const std::string& name);
 // "/proc/self/fd/<fd>": reopening through it reaches exactly the inode the FD holds,
 // which is how an O_PATH FD becomes an I/O FD without a path lookup that could race.
 std::string ProcFdPath(int fd);
+
+// Confinement step, after every tree root is open: makes this process's own /proc/self
+// its root directory (chroot), so that no host path can be named any more, only the
+// FDs it holds ("/fd/N", which ProcFdPath returns from then on). Needs CAP_SYS_CHROOT
+// (root, or a user namespace of its own). Single-threaded callers only.
+absl::Status EnterProcRoot();
 
 // Called for each directory entry except "." and ".."; `next` is the cursor that resumes
 // after this entry. Return false to stop before consuming this entry.

@@ -42,8 +42,10 @@ TreeConfig MountTree(int index, std::string src, bool read_only) {
   return t;
 }
 
-absl::Status Serve(const GoferConfig& config, UniqueFd sock) {
+absl::Status Serve(const GoferConfig& config, UniqueFd sock,
+                   const std::function<absl::Status()>& confine) {
   ASSIGN_OR_RETURN(std::unique_ptr<FileServer> server, FileServer::Create(config));
+  if (confine) RETURN_IF_ERROR(confine());
   while (true) {
     SysResult<Message> msg = RecvMessage(sock.get());
     Response resp;

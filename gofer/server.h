@@ -5,6 +5,7 @@
 #ifndef USENTRY_GOFER_SERVER_H_
 #define USENTRY_GOFER_SERVER_H_
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,8 +45,11 @@ TreeConfig MountTree(int index, std::string src, bool read_only);
 // Serves requests on sock until the peer closes it, then returns OK. Errors: a tree root
 // that cannot be opened or a mask that cannot be resolved at start-up, or a broken
 // socket. Requests that fail are answered with an errno, never end the loop.
-// Needs /proc mounted (FDs are reopened through /proc/self/fd).
-absl::Status Serve(const GoferConfig& config, UniqueFd sock);
+// Needs /proc mounted (FDs are reopened through /proc/self/fd). `confine`, if set, runs
+// once the tree roots are open and before the first request (the gofer's
+// self-confinement); its error ends Serve.
+absl::Status Serve(const GoferConfig& config, UniqueFd sock,
+                   const std::function<absl::Status()>& confine = nullptr);
 
 }  // namespace usentry::gofer
 

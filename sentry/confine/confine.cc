@@ -95,42 +95,6 @@ absl::StatusOr<ConfineLayer> PivotToEmptyRoot(const ConfineOptions& options) {
   return layer;
 }
 
-// Clears every capability set. Missing CAP_SETPCAP (no user namespace, not root) means the
-// bounding set stays; the permitted/effective sets can always be emptied.
-ConfineLayer DropCapabilities(const ConfineOptions& options) {
-  ConfineLayer layer{"capabilities", false, ""};
-  if (!options.drop_capabilities) {
-    layer.detail = "disabled";
-    return layer;
-  }
-  std::vector<std::string> problems;
-  // Root in our namespace must not regain capabilities on a (forbidden anyway) execve.
-  if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NOROOT |
-                                   SECBIT_NOROOT_LOCKED) != 0) {
-    problems.push_back(ErrnoText("prctl(PR_SET_SECUREBITS)"));
-  }
-  for (int cap = 0; cap < 64; ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
-    if (errno == EINVAL) break;  // past the kernel's last capability
-    problems.push_back(ErrnoText(absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")")));
-    break;
-  }
-  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
-    problems.push_back(ErrnoText("prctl(PR_CAP_AMBIENT_CLEAR_ALL)"));
-  }
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capset, &header, data) != 0) {
-    layer.detail = ErrnoText("capset(all zero)");
-    return layer;
-  }
-  layer.applied = problems.empty();
-  layer.detail = problems.empty() ? "all sets empty, bounding set empty, securebits locked"
-                                  : absl::StrJoin(problems, "; ");
-  return layer;
-}
-
 // Names for the debug SIGSYS handler, computed before the filter (resolving allocates).
 constexpr int kMaxSyscallNr = 512;
 const char* g_syscall_names[kMaxSyscallNr];
@@ -200,6 +164,52 @@ absl::Status InstallDebugHandler() {
 
 }  // namespace
 
+ConfineLayer DropCapabilities(bool enabled, uint64_t keep) {
+  ConfineLayer layer{"capabilities", false, ""};
+  if (!enabled) {
+    layer.detail = "disabled";
+    return layer;
+  }
+  std::vector<std::string> problems;
+  // Root in our namespace must not regain capabilities on a (forbidden anyway) execve.
+  if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NOROOT |
+                                   SECBIT_NOROOT_LOCKED) != 0) {
+    problems.push_back(ErrnoText("prctl(PR_SET_SECUREBITS)"));
+  }
+  for (int cap = 0; cap < 64; ++cap) {
+    if (keep & (1ull << cap)) continue;
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    if (errno == EINVAL) break;  // past the kernel's last capability
+    problems.push_back(ErrnoText(absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ")")));
+    break;
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    problems.push_back(ErrnoText("prctl(PR_CAP_AMBIENT_CLEAR_ALL)"));
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  // Only capabilities the process holds can stay (capset cannot add any).
+  __user_cap_data_struct held[_LINUX_CAPABILITY_U32S_3] = {};
+  if (keep != 0 && syscall(SYS_capget, &header, held) == 0) {
+    for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; ++i) {
+      uint32_t k = static_cast<uint32_t>(keep >> (32 * i)) & held[i].permitted;
+      data[i].permitted = data[i].effective = k;
+    }
+  }
+  if (syscall(SYS_capset, &header, data) != 0) {
+    layer.detail = ErrnoText("capset");
+    return layer;
+  }
+  layer.applied = problems.empty();
+  layer.detail = !problems.empty() ? absl::StrJoin(problems, "; ")
+                 : keep == 0       ? "all sets empty, bounding set empty, securebits locked"
+                                   : "only the file-access capabilities kept, securebits locked";
+  return layer;
+}
+
+absl::Status InstallSeccompDebugHandler() { return InstallDebugHandler(); }
+
 std::vector<std::string> ConfineReport::Missing() const {
   std::vector<std::string> out;
   for (const ConfineLayer& l : layers) {
@@ -267,7 +277,7 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
 
   ASSIGN_OR_RETURN(ConfineLayer root, PivotToEmptyRoot(options));
   report.layers.push_back(std::move(root));
-  report.layers.push_back(DropCapabilities(options));
+  report.layers.push_back(DropCapabilities(options.drop_capabilities, 0));
 
   // Changing credentials resets dumpability; the sentry must stay ptrace-able by itself
   // (its stubs inherit the flag, and PTRACE_ATTACH to a non-dumpable stub is refused).

@@ -52,6 +52,14 @@ struct ConfineReport {
 // namespace changes kill the process.
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options);
 
+// Building blocks shared with the gofer's confinement (gofer_confine.h).
+// Locks the securebits and clears every capability except those in `keep` (bit N =
+// capability N) from the bounding, permitted and effective sets; ambient is cleared.
+// Missing CAP_SETPCAP (no user namespace, not root) means the bounding set stays.
+ConfineLayer DropCapabilities(bool enabled, uint64_t keep);
+// SIGSYS handler naming the offending syscall (USENTRY_DEBUG_SECCOMP=1), then abort.
+absl::Status InstallSeccompDebugHandler();
+
 // Builds the allowlist ConfineSentry installs by default (no ptrace, violations kill)
 // ahead of time, on any thread, so that ConfineSentry only loads it: libseccomp takes
 // ~1-1.5 ms to generate it on the test VM. Other options make ConfineSentry build its own.

@@ -1,0 +1,110 @@
+// The gofer's confinement and host-syscall allowlist. Every entry is justified in
+// docs/security.md ("Gofer").
+#include "sentry/confine/gofer_confine.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace usentry::sentry::confine {
+namespace {
+
+constexpr int kGoferSyscalls[] = {
+    // The protocol: requests in, answers and donated FDs out.
+    SCMP_SYS(recvmsg),
+    SCMP_SYS(sendmsg),
+    // Resolving and opening one component at a time beneath FDs it holds, and reopening
+    // an O_PATH FD through its own /proc/self/fd (see gofer/host_fs.h).
+    SCMP_SYS(openat),
+    SCMP_SYS(openat2),
+    SCMP_SYS(close),
+    SCMP_SYS(newfstatat),
+    SCMP_SYS(fstat),
+    SCMP_SYS(statx),
+    SCMP_SYS(readlinkat),
+    SCMP_SYS(getdents64),
+    SCMP_SYS(lseek),
+    SCMP_SYS(read),
+    SCMP_SYS(write),  // its diagnostics on stderr
+    SCMP_SYS(fcntl),
+    SCMP_SYS(fstatfs),
+    // Changes in read-write trees (the server refuses them for read-only ones).
+    SCMP_SYS(mkdirat),
+    SCMP_SYS(mknodat),
+    SCMP_SYS(unlinkat),
+    SCMP_SYS(renameat),
+    SCMP_SYS(renameat2),
+    SCMP_SYS(linkat),
+    SCMP_SYS(symlinkat),
+    SCMP_SYS(fchmodat),
+    SCMP_SYS(chmod),  // glibc chmod() of a /proc/self/fd path (mode of a directory)
+    SCMP_SYS(fchmod),
+    SCMP_SYS(fchownat),
+    SCMP_SYS(fchown),
+    SCMP_SYS(utimensat),
+    SCMP_SYS(truncate),
+    SCMP_SYS(ftruncate),
+    SCMP_SYS(umask),
+    // Its own memory, signals and exit.
+    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mremap),
+    SCMP_SYS(madvise),
+    SCMP_SYS(mprotect),
+    SCMP_SYS(brk),
+    SCMP_SYS(futex),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(restart_syscall),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(getpid),
+    SCMP_SYS(gettid),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+};
+
+// Capabilities a root gofer keeps: reading and writing host files as root would.
+constexpr uint64_t kFileCapabilities = (1ull << CAP_CHOWN) | (1ull << CAP_DAC_OVERRIDE) |
+                                       (1ull << CAP_DAC_READ_SEARCH) | (1ull << CAP_FOWNER) |
+                                       (1ull << CAP_FSETID);
+
+}  // namespace
+
+absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
+  ScmpFilter filter(seccomp_init(default_action));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, default_action);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  for (int nr : kGoferSyscalls) {
+    rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
+    if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(gofer, nr=", nr, ")"), -rc);
+  }
+  return filter;
+}
+
+absl::StatusOr<ConfineReport> ConfineGofer() {
+  ConfineReport report;
+  report.layers.push_back(DropCapabilities(true, kFileCapabilities));
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
+  }
+  report.layers.push_back({"no-new-privs", true, "set"});
+  const char* env = getenv("USENTRY_DEBUG_SECCOMP");
+  bool debug = env != nullptr && strcmp(env, "1") == 0;
+  if (debug) RETURN_IF_ERROR(InstallSeccompDebugHandler());
+  ASSIGN_OR_RETURN(ScmpFilter filter,
+                   BuildGoferFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
+  int rc = seccomp_load(filter.get());
+  if (rc < 0) return ErrnoStatus("seccomp_load(gofer allowlist)", -rc);
+  report.layers.push_back(
+      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  return report;
+}
+
+}  // namespace usentry::sentry::confine

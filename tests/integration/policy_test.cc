@@ -1,0 +1,209 @@
+// The run's policy as a user meets it: a TOML file and flags over it, the exec
+// allowlist, --timeout, --user, and the errors for bad input.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/runner.h"
+
+namespace usentry::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class PolicyTest : public SandboxTest {};
+
+std::vector<nlohmann::json> AuditRecords(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  for (absl::string_view line : absl::StrSplit(ReadHostFile(path), '\n', absl::SkipEmpty())) {
+    out.push_back(nlohmann::json::parse(std::string(line)));
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> OfEvent(const std::vector<nlohmann::json>& records,
+                                    const std::string& event) {
+  std::vector<nlohmann::json> out;
+  for (const auto& r : records) {
+    if (r["event"] == event) out.push_back(r);
+  }
+  return out;
+}
+
+TEST_P(PolicyTest, ExecAllowlistRefusesOtherProgramsAndExplains) {
+  TempDir dir;
+  std::string audit = dir.path() + "/audit.jsonl";
+  RunResult r = Sandboxed(
+      {"/bin/sh", "-c", "echo allowed; ls /"},
+      {"--allow-exec", "/bin/sh", "--allow-exec", "/bin/echo", "--explain", "--audit", audit});
+  EXPECT_EQ(r.exit_code, 126) << r.Describe();
+  EXPECT_EQ(r.out, "allowed\n");
+  EXPECT_THAT(r.err, HasSubstr("usentry: exec /usr/bin/ls denied: not in the exec allowlist "
+                               "(policy: exec.allow)\n"));
+  std::vector<nlohmann::json> denied = OfEvent(AuditRecords(audit), "denied");
+  ASSERT_FALSE(denied.empty());
+  EXPECT_EQ(denied[0]["op"], "exec");
+  EXPECT_EQ(denied[0]["path"], "/usr/bin/ls");
+  EXPECT_EQ(denied[0]["errno"], "EACCES");
+  EXPECT_EQ(denied[0]["policy"], "exec.allow");
+}
+
+// Patterns are resolved in the pristine view: /usr/bin/python3 allows the python3.11
+// it points to; a copy of another binary over it does not run.
+TEST_P(PolicyTest, ExecAllowlistNeverRunsAFileWrittenInTheSandbox) {
+  RunResult r = Sandboxed({"/usr/bin/python3", "-c",
+                           "import shutil, subprocess\n"
+                           "print(subprocess.run(['/usr/bin/python3', '-c', 'print(7)'],"
+                           " capture_output=True).stdout.decode().strip())\n"
+                           "shutil.copy('/bin/ls', '/usr/bin/python3.11')\n"
+                           "try:\n"
+                           "  subprocess.run(['/usr/bin/python3', '/'])\n"
+                           "  print('ran')\n"
+                           "except PermissionError:\n"
+                           "  print('refused')\n"},
+                          {"--allow-exec", "/usr/bin/python3", "--explain"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "7\nrefused\n");
+  EXPECT_THAT(r.err, HasSubstr("the file was written in the sandbox (policy: exec.allow)"));
+}
+
+TEST_P(PolicyTest, TimeoutKillsEveryProcessWithExit124) {
+  TempDir dir;
+  std::string audit = dir.path() + "/audit.jsonl";
+  RunResult r = Sandboxed({"/bin/sh", "-c", "sleep 100 & while :; do :; done"},
+                          {"--timeout", "1s", "--audit", audit});
+  EXPECT_EQ(r.exit_code, 124) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("usentry: timeout: the run exceeded 1s; killed"));
+  std::vector<nlohmann::json> records = AuditRecords(audit);
+  std::vector<nlohmann::json> limits = OfEvent(records, "limit");
+  ASSERT_EQ(limits.size(), 1u) << ReadHostFile(audit);
+  EXPECT_EQ(limits[0]["limit"], "timeout");
+  std::vector<nlohmann::json> ends = OfEvent(records, "run_end");
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0]["exit_code"], 124);
+  EXPECT_EQ(ends[0]["how"], "timeout");
+}
+
+TEST_P(PolicyTest, PolicyFileWithFlagsOverIt) {
+  TempDir dir;
+  WriteHostFile(dir.path() + "/data.txt", "from the host\n");
+  WriteHostFile(dir.path() + "/p.toml",
+                "workdir = \"/data\"\n"
+                "[[mount]]\nsource = \".\"\ntarget = \"/data\"\n"
+                "[env]\nset = { GREETING = \"hello\", OTHER = \"file\" }\n"
+                "pass = [\"USENTRY_TEST_PASSED\"]\n"
+                "[audit]\nfile = \"audit.jsonl\"\n");
+  RunResult r = Usentry({"run", "--platform", GetParam(), "--policy", dir.path() + "/p.toml",
+                         "--env", "OTHER=flag", "--", "/bin/sh", "-c",
+                         "pwd; cat data.txt; echo $GREETING $OTHER $USENTRY_TEST_PASSED "
+                         "$USENTRY_TEST_NOT_PASSED"},
+                        {"USENTRY_TEST_PASSED=yes", "USENTRY_TEST_NOT_PASSED=leak"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "/data\nfrom the host\nhello flag yes\n");
+  std::vector<nlohmann::json> starts =
+      OfEvent(AuditRecords(dir.path() + "/audit.jsonl"), "run_start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_THAT(starts[0]["policy_digest"].get<std::string>(), ::testing::StartsWith("sha256:"));
+  EXPECT_EQ(starts[0]["policy"]["workdir"], "/data");
+  RunResult check = Usentry({"policy", "check", dir.path() + "/p.toml"});
+  EXPECT_EQ(check.exit_code, 0) << check.Describe();
+  EXPECT_THAT(check.out, HasSubstr(": ok (sha256:"));
+}
+
+TEST_P(PolicyTest, BadPolicyIsOneLineAndExit125) {
+  TempDir dir;
+  WriteHostFile(dir.path() + "/p.toml", "[limits]\nmemory = \"2GiB\"\nmax_taks = 3\n");
+  RunResult r = Usentry(
+      {"run", "--platform", GetParam(), "--policy", dir.path() + "/p.toml", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_EQ(r.err,
+            absl::StrCat("usentry: ", dir.path(), "/p.toml:3: limits.max_taks: unknown key\n"));
+  RunResult check = Usentry({"policy", "check", dir.path() + "/p.toml"});
+  EXPECT_EQ(check.exit_code, 125);
+  RunResult flag = Sandboxed({"/bin/true"}, {"--memory", "lots"});
+  EXPECT_EQ(flag.exit_code, 125);
+  EXPECT_EQ(flag.err, "usentry: --memory lots: \"lots\" is not a size (e.g. 2GiB, 512MiB, 4096)\n");
+  RunResult audit = Sandboxed({"/bin/true"}, {"--audit", dir.path() + "/no/such/dir/a.jsonl"});
+  EXPECT_EQ(audit.exit_code, 125);
+  EXPECT_THAT(audit.err, HasSubstr("--audit"));
+}
+
+TEST_P(PolicyTest, UserFlagMakesAnOrdinaryUserInside) {
+  RunResult r = Sandboxed({"/bin/sh", "-c", "id -u; id -g; echo x > /etc/usentry-x; echo rc=$?"},
+                          {"--user", "1000:1001"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.out, HasSubstr("1000\n1001\n"));
+  EXPECT_THAT(r.out, HasSubstr("rc=2"));
+  EXPECT_THAT(r.err, HasSubstr("Permission denied"));
+}
+
+// The audit stream is opened by the CLI; the sandbox cannot see it or its directory.
+TEST_P(PolicyTest, AppCannotReachTheAuditFile) {
+  TempDir dir;
+  std::string audit = dir.path() + "/audit.jsonl";
+  RunResult r = Sandboxed({"/bin/sh", "-c",
+                           absl::StrCat("for f in /proc/self/fd/* /proc/1/fd/*; do "
+                                        "echo FORG\"\"ED >> $f 2>/dev/null; done; "
+                                        "echo FORG\"\"ED >> ",
+                                        audit, " ; true")},
+                          {"--audit", audit});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  std::string text = ReadHostFile(audit);
+  EXPECT_THAT(text, Not(HasSubstr("FORGED")));
+  for (const auto& rec : AuditRecords(audit)) EXPECT_TRUE(rec.contains("event"));
+}
+
+// Started by an ordinary user (here: root dropping to nobody with setpriv), usentry
+// still builds every layer through user namespaces, and says so in run_start.
+TEST_P(PolicyTest, AnOrdinaryUserGetsEveryLayer) {
+  if (geteuid() != 0 || !HostPathExists("/usr/bin/setpriv")) GTEST_SKIP() << "needs root + setpriv";
+  TempDir dir;
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::all);
+  std::string audit = dir.path() + "/audit.jsonl";
+  RunRequest req;
+  req.argv = {"/usr/bin/setpriv",
+              "--reuid=65534",
+              "--regid=65534",
+              "--clear-groups",
+              USENTRY_BIN,
+              "run",
+              "--platform",
+              GetParam(),
+              "--audit",
+              audit,
+              "--",
+              "/bin/sh",
+              "-c",
+              "id -u; echo ok"};
+  req.env = SandboxDefaultEnv();
+  req.cwd = "/tmp";
+  RunResult probe = RunProcess({{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                 "--clear-groups", USENTRY_BIN, "version"},
+                                SandboxDefaultEnv(),
+                                "",
+                                "/tmp",
+                                30});
+  if (probe.exit_code != 0) GTEST_SKIP() << "usentry is not reachable by nobody here";
+  RunResult r = RunProcess(req);
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "0\nok\n");
+  EXPECT_THAT(r.err, Not(HasSubstr("warning")));
+  std::vector<nlohmann::json> starts = OfEvent(AuditRecords(audit), "run_start");
+  ASSERT_EQ(starts.size(), 1u);
+  for (const auto& layer : starts[0]["layers"]) {
+    EXPECT_TRUE(layer["applied"].get<bool>()) << layer.dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Platforms, PolicyTest, ::testing::ValuesIn(kTestPlatforms));
+
+}  // namespace
+}  // namespace usentry::testing
