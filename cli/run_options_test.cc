@@ -122,6 +122,7 @@ TEST(ParseCommandLineTest, Refusals) {
       {{"run", "--mount", dir.path() + "/absent:/data", "--", "/bin/true"}, "No such file"},
       {{"run", "--mount", dir.path() + ":data", "--", "/bin/true"}, "absolute"},
       {{"run", "--mount", dir.path() + ":/data:rx", "--", "/bin/true"}, "unknown mode"},
+      {{"run", "--mount", file + ":/data", "--", "/bin/true"}, "not a directory"},
       {{"run", "--mount", dir.path(), "--", "/bin/true"}, "SRC:DST"},
       {{"run", "--mount", dir.path() + ":/a/../b", "--", "/bin/true"}, ".."},
       {{"run", "--mount", dir.path() + ":/", "--", "/bin/true"}, "sandbox root"},

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <openssl/sha.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
@@ -105,6 +106,10 @@ absl::StatusOr<Mount> ParseMountSpec(absl::string_view spec) {
     return error(absl::StrCat("source ", parts[0], ": ", strerror(errno)));
   }
   mount.source = buf;
+  struct stat st;
+  if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return error(absl::StrCat("source ", parts[0], ": not a directory (mount its directory)"));
+  }
   absl::StatusOr<std::string> target = NormalizeSandboxPath(parts[1]);
   if (!target.ok()) {
     return error(absl::StrCat("destination ", parts[1], " ", target.status().message()));

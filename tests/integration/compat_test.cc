@@ -9,29 +9,7 @@
 namespace usentry::testing {
 namespace {
 
-class CompatTest : public SandboxTest {
- protected:
-  // Runs `argv` natively and sandboxed and expects the same stdout and exit status.
-  // An "@DIR@" argument is replaced by a scratch directory: under a fresh host temp dir
-  // natively, /tmp/scratch inside the sandbox (which has its own /tmp).
-  void ExpectSameAsNative(std::vector<std::string> argv,
-                          const std::vector<std::string>& flags = {}) {
-    TempDir scratch;
-    std::vector<std::string> native_argv = argv, sandbox_argv = argv;
-    for (size_t i = 0; i < argv.size(); ++i) {
-      if (argv[i] == "@DIR@") {
-        native_argv[i] = scratch.path() + "/scratch";
-        sandbox_argv[i] = "/tmp/scratch";
-      }
-    }
-    RunResult native = Native(native_argv);
-    ASSERT_FALSE(native.timed_out) << native.Describe();
-    RunResult sandboxed = Sandboxed(sandbox_argv, flags);
-    EXPECT_EQ(sandboxed.out, native.out)
-        << "sandboxed: " << sandboxed.Describe() << "\nnative: " << native.Describe();
-    EXPECT_EQ(sandboxed.exit_code, native.exit_code) << sandboxed.Describe();
-  }
-};
+class CompatTest : public SandboxTest {};
 
 // Pipes, redirections, subshells, loops, $(...), functions, here-docs, fd juggling.
 constexpr char kShellScript[] = R"sh(

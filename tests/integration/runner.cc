@@ -191,6 +191,24 @@ RunResult SandboxTest::Native(const std::vector<std::string>& argv, const std::s
   return RunProcess(req);
 }
 
+void SandboxTest::ExpectSameAsNative(std::vector<std::string> argv,
+                                     const std::vector<std::string>& flags) {
+  TempDir scratch;
+  std::vector<std::string> native_argv = argv, sandbox_argv = argv;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "@DIR@") {
+      native_argv[i] = scratch.path() + "/scratch";
+      sandbox_argv[i] = "/tmp/scratch";
+    }
+  }
+  RunResult native = Native(native_argv);
+  ASSERT_FALSE(native.timed_out) << native.Describe();
+  RunResult sandboxed = Sandboxed(sandbox_argv, flags);
+  EXPECT_EQ(sandboxed.out, native.out)
+      << "sandboxed: " << sandboxed.Describe() << "\nnative: " << native.Describe();
+  EXPECT_EQ(sandboxed.exit_code, native.exit_code) << sandboxed.Describe();
+}
+
 RunResult SandboxTest::Usentry(const std::vector<std::string>& args,
                                const std::vector<std::string>& host_env) {
   RunRequest req;

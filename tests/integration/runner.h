@@ -77,6 +77,11 @@ class SandboxTest : public ::testing::TestWithParam<std::string> {
   // The usentry binary with arbitrary arguments (no "run" added).
   RunResult Usentry(const std::vector<std::string>& args,
                     const std::vector<std::string>& host_env = {});
+  // Runs `argv` natively and sandboxed and expects the same stdout and exit status.
+  // An "@DIR@" argument is replaced by a scratch directory: under a fresh host temp dir
+  // natively, /tmp/scratch inside the sandbox (which has its own /tmp).
+  void ExpectSameAsNative(std::vector<std::string> argv,
+                          const std::vector<std::string>& flags = {});
 };
 
 }  // namespace usentry::testing

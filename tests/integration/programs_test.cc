@@ -1,0 +1,128 @@
+// The programs agents actually run, each natively and under usentry on the same inputs
+// (issue 4's proof list): make -j2 building a multi-file C program, git, tar with gzip
+// and xz, perl, bash job control and traps, find | xargs -P2,
+// python3 -m venv, node with timers, fs, child_process and worker_threads.
+#include <string>
+#include <vector>
+
+#include "tests/integration/runner.h"
+
+namespace usentry::testing {
+namespace {
+
+class ProgramsTest : public SandboxTest {
+ protected:
+  // `script` run by bash with "@DIR@" (a scratch directory) as $1, if every tool exists.
+  void ExpectScriptSameAsNative(const char* script, const std::vector<std::string>& tools) {
+    for (const std::string& tool : tools) {
+      if (!HostPathExists(tool)) GTEST_SKIP() << "no " << tool;
+    }
+    ExpectSameAsNative({"/bin/bash", "-c", script, "bash", "@DIR@"});
+  }
+};
+
+// Fixed dates make commit hashes the same on both sides.
+constexpr char kGitScript[] = R"sh(
+set -e
+d=$1; mkdir -p "$d"; cd "$d"; export HOME=$d GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z'
+g() { git -c user.name=Agent -c user.email=agent@example.invalid -c init.defaultBranch=main "$@"; }
+g init -q repo; cd repo
+printf 'one\ntwo\n' > a.txt; mkdir sub; echo x > sub/b.txt
+g add -A; g commit -q -m first
+printf 'one\nTWO\nthree\n' > a.txt; g rm -q sub/b.txt
+g diff --stat; g diff a.txt | tail -n +3
+g commit -q -am second
+g log --format='%h %s'; g status --short; g rev-list --count HEAD
+)sh";
+
+TEST_P(ProgramsTest, GitInitAddCommitLogDiff) {
+  ExpectScriptSameAsNative(kGitScript, {"/usr/bin/git"});
+}
+
+constexpr char kTarScript[] = R"sh(
+set -e
+d=$1; mkdir -p "$d/src/sub"; cd "$d"
+for i in 1 2 3; do seq 1 $((i*1000)) > src/f$i.txt; done; echo deep > src/sub/d.txt; ln -s f1.txt src/link
+tar czf a.tgz src; tar tzf a.tgz | sort
+mkdir out; tar xzf a.tgz -C out; diff -r src out/src && echo same
+tar cJf a.txz src; mkdir out2; tar xJf a.txz -C out2; diff -r src out2/src && echo same xz
+readlink out/src/link
+)sh";
+
+TEST_P(ProgramsTest, TarWithGzipAndXz) {
+  ExpectScriptSameAsNative(kTarScript, {"/usr/bin/tar", "/usr/bin/gzip", "/usr/bin/xz"});
+}
+
+// Parallel compiles (two gcc pipelines at once), then the program they built.
+constexpr char kMakeScript[] = R"sh(
+set -e
+d=$1; mkdir -p "$d"; cd "$d"
+for n in 1 2 3 4; do printf 'int f%d(int x) { return x * %d; }\n' $n $n > f$n.c; done
+printf '#include <stdio.h>\nint f1(int),f2(int),f3(int),f4(int);\nint main(void){printf("%%d\\n", f1(1)+f2(2)+f3(3)+f4(4)); return 0;}\n' > main.c
+printf 'OBJS=main.o f1.o f2.o f3.o f4.o\napp: $(OBJS)\n\tgcc -o $@ $(OBJS)\n%%.o: %%.c\n\tgcc -O2 -c $<\n' > Makefile
+make -j2 -s >/dev/null; ./app; ls *.o | wc -l; make -s -q app && echo up-to-date
+)sh";
+
+TEST_P(ProgramsTest, MakeJ2BuildsAMultiFileProgram) {
+  ExpectScriptSameAsNative(kMakeScript, {"/usr/bin/make", "/usr/bin/gcc"});
+}
+
+constexpr char kPerlScript[] = R"sh(
+find /usr/share/doc -maxdepth 1 -name 'lib*' | sort | head -40 | xargs -P2 -n5 echo | tr ' ' '\n' | sort | wc -l
+)sh";
+
+TEST_P(ProgramsTest, PerlHashesRegexAndFork) {
+  ExpectScriptSameAsNative(kPerlScript, {"/usr/bin/perl"});
+}
+
+constexpr char kFindXargsScript[] = R"sh(
+bash -c 'trap "echo trapped USR1" USR1; trap "echo bye" EXIT; (sleep 0.2; echo job1) & (echo job2) & wait; kill -USR1 $$; f(){ local x=$1; echo "f:$x"; }; f 9; sleep 0.1 & wait $!; echo "rc=$?"; jobs; echo done'
+)sh";
+
+TEST_P(ProgramsTest, FindPipedToParallelXargs) {
+  ExpectScriptSameAsNative(kFindXargsScript, {"/usr/bin/find", "/usr/bin/xargs"});
+}
+
+// Background jobs, wait, traps on a signal the shell sends itself and on EXIT.
+constexpr char kBashJobsScript[] = R"sh(
+
+)sh";
+
+TEST_P(ProgramsTest, BashJobsTrapsAndWait) {
+  ExpectScriptSameAsNative(kBashJobsScript, {"/bin/bash"});
+}
+
+constexpr char kVenvScript[] = R"sh(
+set -e
+d=$1; mkdir -p "$d"; cd "$d"
+/usr/bin/python3 -m venv --without-pip v
+v/bin/python -c 'import sys, os; print(sys.prefix == os.path.abspath("v"), sys.prefix != sys.base_prefix)'
+ls v/bin | sort | tr '\n' ' '; echo
+)sh";
+
+TEST_P(ProgramsTest, PythonVenv) { ExpectScriptSameAsNative(kVenvScript, {"/usr/bin/python3"}); }
+
+constexpr char kNodeScript[] = R"js(
+const fs = require('fs'), cp = require('child_process'), path = require('path');
+const { Worker } = require('worker_threads');
+const d = process.argv[process.argv.length - 1]; fs.mkdirSync(d, { recursive: true });
+fs.writeFileSync(path.join(d, 'a.txt'), 'hello\n');
+console.log(fs.readFileSync(path.join(d, 'a.txt'), 'utf8').trim(), fs.readdirSync(d).join(','));
+console.log(cp.execFileSync('/bin/echo', ['from', 'child']).toString().trim());
+const w = new Worker('const {parentPort}=require("worker_threads"); let s=0; for (let i=0;i<1e6;i++) s+=i; parentPort.postMessage(s);', { eval: true });
+w.on('message', (m) => { console.log('worker', m); });
+w.on('exit', (c) => { console.log('worker exit', c);
+  setTimeout(() => { console.log('timer 2');
+    cp.exec('echo async child; exit 3', (err, out) => console.log(out.trim(), err.code)); }, 20);
+  setTimeout(() => console.log('timer 1'), 5); });
+)js";
+
+TEST_P(ProgramsTest, NodeTimersFsChildProcessAndWorkers) {
+  if (!HostPathExists("/usr/bin/node")) GTEST_SKIP() << "no /usr/bin/node";
+  ExpectSameAsNative({"/usr/bin/node", "-e", kNodeScript, "@DIR@"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Platforms, ProgramsTest, ::testing::ValuesIn(kTestPlatforms));
+
+}  // namespace
+}  // namespace usentry::testing
