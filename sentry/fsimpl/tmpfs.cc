@@ -21,8 +21,8 @@ SysStatus ByteBudget::Resize(uint64_t old_bytes, uint64_t new_bytes) {
   return SysOk();
 }
 
-TmpfsFilesystem::TmpfsFilesystem(std::shared_ptr<ByteBudget> budget)
-    : vfs::Filesystem("tmpfs"), budget_(std::move(budget)) {}
+TmpfsFilesystem::TmpfsFilesystem(std::shared_ptr<ByteBudget> budget, mm::MemoryFile* mf)
+    : vfs::Filesystem("tmpfs"), budget_(std::move(budget)), mf_(mf) {}
 
 std::shared_ptr<Inode> TmpfsFilesystem::NewRoot(uint32_t mode, uint32_t uid, uint32_t gid) {
   return std::make_shared<TmpfsInode>(this, S_IFDIR | (mode & 07777), uid, gid);
@@ -41,7 +41,8 @@ SysResult<struct statfs> TmpfsFilesystem::StatFs() {
   return s;
 }
 
-TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_t gid) : fs_(fs) {
+TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_t gid)
+    : fs_(fs), data_(fs->memory_file(), kTmpfsMaxFileSize) {
   attr_.dev = fs->dev();
   attr_.ino = fs->NextIno();
   attr_.mode = mode;
