@@ -39,6 +39,54 @@ bool PwriteAll(int fd, const uint8_t* src, size_t n, uint64_t off) {
 
 }  // namespace
 
+PageStore::~PageStore() {
+  if (charge_ && charged_bytes_ > 0) (void)charge_(-static_cast<int64_t>(charged_bytes_));
+}
+
+SysStatus PageStore::Charge(uint64_t from, uint64_t to) {
+  from = PageDown(from);
+  to = PageUp(to);
+  if (from >= to) return SysOk();
+  // The charged intervals overlapping or touching [from, to) merge with it.
+  auto it = charged_.upper_bound(from);
+  if (it != charged_.begin() && std::prev(it)->second >= from) --it;
+  const auto first = it;
+  uint64_t covered = 0, lo = from, hi = to;
+  for (; it != charged_.end() && it->first <= to; ++it) {
+    covered += std::min(it->second, to) - std::max(it->first, from);
+    lo = std::min(lo, it->first);
+    hi = std::max(hi, it->second);
+  }
+  const uint64_t need = (to - from) - covered;
+  if (need > 0 && charge_) RETURN_IF_ERRNO(charge_(static_cast<int64_t>(need)));
+  charged_.erase(first, it);
+  charged_[lo] = hi;
+  charged_bytes_ += need;
+  return SysOk();
+}
+
+void PageStore::UnchargeFrom(uint64_t from) {
+  uint64_t removed = 0;
+  auto it = charged_.upper_bound(from);
+  if (it != charged_.begin() && std::prev(it)->second > from) {
+    auto straddling = std::prev(it);
+    removed += straddling->second - from;
+    straddling->second = from;
+    if (straddling->first == from) charged_.erase(straddling);
+  }
+  while (it != charged_.end()) {
+    removed += it->second - it->first;
+    it = charged_.erase(it);
+  }
+  charged_bytes_ -= removed;
+  if (removed > 0 && charge_) (void)charge_(-static_cast<int64_t>(removed));
+}
+
+SysStatus PageStore::ChargeMapping(uint64_t off, uint64_t len) {
+  if (off >= size_) return SysOk();
+  return Charge(off, len > size_ - off ? size_ : off + len);
+}
+
 SysStatus PageStore::Reserve(uint64_t len, uint64_t min_reserve) {
   if (pages_ && len <= pages_->len() && min_reserve <= pages_->len()) return SysOk();
   const uint64_t have = pages_ ? pages_->len() : 0;
@@ -79,6 +127,7 @@ SysResult<size_t> PageStore::Write(absl::Span<const iovec> src, uint64_t off) {
   if (off > max_size_ || len > max_size_ - off) return Errno{EFBIG};
   const uint64_t end = off + len;
   RETURN_IF_ERRNO(Reserve(end, kPage));
+  RETURN_IF_ERRNO(Charge(off, end));
   if (off > size_) RETURN_IF_ERRNO(Truncate(off));  // clears what mappings left past EOF
   for (const iovec& v : src) {
     if (!PwriteAll(mf_->fd(), static_cast<const uint8_t*>(v.iov_base), v.iov_len,
@@ -110,12 +159,14 @@ SysStatus PageStore::Truncate(uint64_t size) {
     // Nobody maps the pages: give the reservation back too.
     pages_.reset();
     size_ = 0;
+    UnchargeFrom(0);
     return SysOk();
   }
   RETURN_IF_ERRNO(Reserve(size, kPage));
   // On shrink the bytes past the new end go away; on growth whatever a shared mapping
   // stored past the old end is cleared.
   Zero(std::min(size, size_), PageUp(std::max(size, size_)));
+  if (size < size_) UnchargeFrom(PageUp(size));
   size_ = size;
   return SysOk();
 }

@@ -42,7 +42,9 @@ SysResult<struct statfs> TmpfsFilesystem::StatFs() {
 }
 
 TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_t gid)
-    : fs_(fs), data_(fs->memory_file(), kTmpfsMaxFileSize) {
+    : fs_(fs), data_(fs->memory_file(), kTmpfsMaxFileSize, [fs](int64_t delta) {
+        return fs->budget().Charge(delta);
+      }) {
   attr_.dev = fs->dev();
   attr_.ino = fs->NextIno();
   attr_.mode = mode;
@@ -52,10 +54,9 @@ TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_
   attr_.atime = attr_.mtime = attr_.ctime = vfs::NowTimespec();
 }
 
-TmpfsInode::~TmpfsInode() {
-  // The data is freed with the last reference (unlinked files stay readable while open).
-  (void)fs_->budget().Resize((data_.size() + 4095) & ~4095ull, 0);
-}
+// The data (and its charge) goes with the last reference: unlinked files stay readable
+// while open or mapped.
+TmpfsInode::~TmpfsInode() = default;
 
 SysResult<Attr> TmpfsInode::Stat() {
   Attr a = attr_;
@@ -72,7 +73,8 @@ SysResult<Attr> TmpfsInode::Stat() {
     default:
       a.size = 0;
   }
-  a.blocks = ((a.size + 4095) / 4096) * 8;
+  a.blocks = (a.mode & S_IFMT) == S_IFREG ? static_cast<int64_t>(data_.charged_bytes() / 512)
+                                          : ((a.size + 4095) / 4096) * 8;
   return a;
 }
 

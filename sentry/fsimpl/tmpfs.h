@@ -19,7 +19,7 @@
 
 namespace usentry::sentry::fsimpl {
 
-// Largest tmpfs file (EFBIG beyond; the byte budget usually says ENOSPC first).
+// Largest tmpfs file (EFBIG beyond).
 inline constexpr uint64_t kTmpfsMaxFileSize = 1ull << 40;
 
 // Bytes of file data (rounded to pages) charged against a cap.
@@ -29,6 +29,10 @@ struct ByteBudget {
   uint64_t used = 0;
   // Charges new_bytes-old_bytes; ENOSPC if the cap would be exceeded.
   SysStatus Resize(uint64_t old_bytes, uint64_t new_bytes);
+  // Charges `delta` bytes (negative: gives them back).
+  SysStatus Charge(int64_t delta) {
+    return delta >= 0 ? Resize(0, static_cast<uint64_t>(delta)) : Resize(-delta, 0);
+  }
 };
 
 class TmpfsFilesystem : public vfs::Filesystem {
@@ -88,6 +92,8 @@ class TmpfsInode : public vfs::Inode {
   SysResult<std::shared_ptr<mm::MemoryRange>> PagesCovering(uint64_t len) {
     return data_.PagesCovering(len);
   }
+  // Charges the in-file part of a writable shared mapping (PageStore::ChargeMapping).
+  SysStatus ChargeMapping(uint64_t off, uint64_t len) { return data_.ChargeMapping(off, len); }
   void TouchAtime();
   void TouchMtime();  // mtime+ctime
   void TouchCtime();

@@ -1,8 +1,8 @@
 // tmpfs regular-file data and its file description.
 //
 // Data is a PageStore per file (MemoryFile pages, shared with MAP_SHARED mappings),
-// charged by its size rounded up to pages against the shared ByteBudget: a sparse write
-// far past EOF is charged as if the gap were written.
+// charged against the shared ByteBudget for the pages that hold data (see
+// page_store.h): sparse files cost what was written, as on Linux tmpfs.
 #include <sys/mman.h>
 
 #include <cstring>
@@ -29,30 +29,13 @@ SysResult<size_t> TmpfsInode::ReadData(absl::Span<const iovec> dst, uint64_t off
 }
 
 SysResult<size_t> TmpfsInode::WriteData(absl::Span<const iovec> src, uint64_t off) {
-  ASSIGN_OR_RETURN_ERRNO(size_t len, vfs::IovecsLength(src));
-  if (len == 0) return size_t{0};
-  if (off > kTmpfsMaxFileSize || len > kTmpfsMaxFileSize - off) return Errno{EFBIG};
-  const uint64_t old_size = data_.size();
-  const uint64_t end = std::max<uint64_t>(old_size, off + len);
-  RETURN_IF_ERRNO(fs_->budget().Resize(PageRound(old_size), PageRound(end)));
-  SysResult<size_t> n = data_.Write(src, off);
-  if (!n.ok()) {
-    (void)fs_->budget().Resize(PageRound(end), PageRound(data_.size()));
-    return n;
-  }
-  TouchMtime();
+  ASSIGN_OR_RETURN_ERRNO(size_t n, data_.Write(src, off));
+  if (n > 0) TouchMtime();
   return n;
 }
 
 SysStatus TmpfsInode::Truncate(uint64_t size) {
-  if (size > kTmpfsMaxFileSize) return Errno{EFBIG};
-  const uint64_t old_size = data_.size();
-  RETURN_IF_ERRNO(fs_->budget().Resize(PageRound(old_size), PageRound(size)));
-  SysStatus st = data_.Truncate(size);
-  if (!st.ok()) {
-    (void)fs_->budget().Resize(PageRound(size), PageRound(old_size));
-    return st;
-  }
+  RETURN_IF_ERRNO(data_.Truncate(size));
   TouchMtime();
   return SysOk();
 }
@@ -96,16 +79,23 @@ SysStatus TmpfsFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
   opts.name = vfs::AbsolutePathOf(path());
   opts.file_ref = inode_;
   if ((opts.flags & MAP_TYPE) != MAP_PRIVATE) {
-    if (!writable()) {
-      if (opts.prot & PROT_WRITE) return Errno{EACCES};
-      opts.max_prot = PROT_READ | PROT_EXEC;
-    } else {
-      opts.max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
-    }
     const uint64_t len = PageRound(opts.len);
     if (len < opts.len || opts.file_off > kTmpfsMaxFileSize ||
         len > kTmpfsMaxFileSize - opts.file_off) {
       return Errno{ENOMEM};
+    }
+    if (!writable()) {
+      if (opts.prot & PROT_WRITE) return Errno{EACCES};
+      opts.max_prot = PROT_READ | PROT_EXEC;
+    } else {
+      // Stores through the mapping are not seen: charge its part of the file now. A
+      // read-only mapping that does not fit (a huge sparse file) is made without the
+      // right to become writable.
+      opts.max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+      if (!inode_->ChargeMapping(opts.file_off, len).ok()) {
+        if (opts.prot & PROT_WRITE) return Errno{ENOMEM};
+        opts.max_prot &= ~PROT_WRITE;
+      }
     }
     ASSIGN_OR_RETURN_ERRNO(opts.shared_pages, inode_->PagesCovering(opts.file_off + len));
     return SysOk();

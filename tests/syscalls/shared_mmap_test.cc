@@ -258,6 +258,28 @@ TEST_P(SharedFileMapping, TwoMappingsInOneProcessAlias) {
   munmap(b, kPage);
 }
 
+// A sparse file costs only the blocks written (as on tmpfs), so a file much larger than
+// the sandbox's writable-layer budget can be made and mapped (CPython's LargeMmapTests).
+TEST_P(SharedFileMapping, SparseFileFarPastTheBudgetCanBeMapped) {
+  constexpr off_t kFar = 5LL << 30;
+  ASSERT_EQ(pwrite(fd_.get(), "tail", 4, kFar), 4);
+  struct stat st;
+  ASSERT_SYS_OK(fstat(fd_.get(), &st));
+  EXPECT_EQ(st.st_size, kFar + 4);
+  EXPECT_LE(st.st_blocks, 128);  // a few blocks, whatever the host filesystem's size
+  void* p = mmap(nullptr, kPage, PROT_READ, MAP_SHARED, fd_.get(), kFar);
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_EQ(std::string(static_cast<char*>(p), 4), "tail");
+  munmap(p, kPage);
+  // The whole file, read-only.
+  char* all = static_cast<char*>(mmap(nullptr, kFar + 4, PROT_READ, MAP_SHARED, fd_.get(), 0));
+  ASSERT_NE(all, MAP_FAILED);
+  EXPECT_EQ(std::string(all + kFar, 4), "tail");
+  EXPECT_EQ(all[kFar / 2], 0);
+  munmap(all, kFar + 4);
+  ASSERT_SYS_OK(ftruncate(fd_.get(), 0));
+}
+
 INSTANTIATE_TEST_SUITE_P(Dirs, SharedFileMapping, ::testing::Values("/tmp", "/dev/shm", "/var/tmp"),
                          [](const auto& info) {
                            std::string s = info.param;
