@@ -276,6 +276,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   vcfg.mounts = cfg.mounts;
   vcfg.workdir = cfg.workdir;
   vcfg.tmpfs_limit_bytes = cfg.tmpfs_limit_bytes;
+  vcfg.memory_file = host.memory_file.get();
   auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg);
   if (!vfs.ok()) return fail("filesystem", vfs.status());
 

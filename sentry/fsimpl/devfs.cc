@@ -242,7 +242,8 @@ absl::Status MountDevfs(vfs::Vfs& vfs, Kernel& kernel, absl::Span<const int> std
   }
   // POSIX shared memory and semaphores (shm_open, sem_open: Python multiprocessing) live
   // in /dev/shm: a small tmpfs of its own, sized like Docker's default.
-  auto shm_fs = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(kDevShmBytes));
+  auto shm_fs = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(kDevShmBytes),
+                                                  &kernel.memory_file());
   auto shm = vfs.MountAt("/dev/shm", shm_fs, shm_fs->NewRoot(01777, 0, 0), 0);
   if (!shm.ok()) return absl::ErrnoToStatus(shm.error(), "MountAt(/dev/shm, tmpfs)");
   return absl::OkStatus();

@@ -34,6 +34,7 @@ class SandboxVfsTest : public ::testing::Test {
     cfg.mounts = {MountSpec{"mount0", "/work/rw", false}, MountSpec{"mount1", "/mnt/ro", true}};
     cfg.workdir = "/workspace";
     cfg.tmpfs_limit_bytes = 1 << 20;
+    cfg.memory_file = mf_.get();
     auto v = BuildSandboxVfs(harness_->client(), cfg);
     EXPECT_TRUE(v.ok()) << v.status();
     if (v.ok()) vfs_ = std::move(v).value();
@@ -70,6 +71,7 @@ class SandboxVfsTest : public ::testing::Test {
   }
 
   TempDir root_, rw_, ro_;
+  std::unique_ptr<mm::MemoryFile> mf_ = *mm::MemoryFile::Create(1ull << 32);  // tmpfs data
   std::unique_ptr<GoferHarness> harness_;
   std::unique_ptr<vfs::Vfs> vfs_;
   Credentials creds_;
@@ -224,6 +226,8 @@ TEST(SandboxVfsHostTest, ListHostDirectoriesAndTearDown) {
   gc.trees.push_back(gofer::DefaultRootTree());
   GoferHarness h(gc);
   VfsConfig cfg;
+  auto mf = *mm::MemoryFile::Create(1ull << 32);
+  cfg.memory_file = mf.get();
   auto v = BuildSandboxVfs(h.client(), cfg);
   ASSERT_TRUE(v.ok()) << v.status();
   Credentials root;

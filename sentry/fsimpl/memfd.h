@@ -3,11 +3,8 @@
 // coherent with read/write/ftruncate (and between processes sharing the file), plus
 // file sealing (fcntl F_ADD_SEALS / F_GET_SEALS).
 //
-// Pages are reserved in one contiguous MemoryRange (sparse: untouched pages cost
-// nothing). Growing past the reservation moves the data to a larger range; shared
-// mappings made before such a move keep the old pages and stop seeing later changes
-// (the reservation starts at 64 MiB so that this is rare). Shared mappings past the end
-// of the file read zeros instead of raising SIGBUS.
+// The bytes are a PageStore (page_store.h, shared with tmpfs), which says how pages
+// are reserved and what mappings see past the end of the file.
 //
 // All methods run under Kernel::mu.
 #ifndef USENTRY_SENTRY_FSIMPL_MEMFD_H_
@@ -17,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "sentry/fsimpl/page_store.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/vfs/file_description.h"
@@ -35,7 +33,7 @@ class MemfdFile {
   SysResult<size_t> Write(absl::Span<const iovec> src, uint64_t off);
   // EPERM when F_SEAL_SHRINK/F_SEAL_GROW forbid the change.
   SysStatus Truncate(uint64_t size);
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return data_.size(); }
   vfs::Attr Stat() const;
 
   int seals() const { return seals_; }
@@ -44,20 +42,18 @@ class MemfdFile {
   SysStatus AddSeals(int seals);
 
   // The pages currently holding the data, made to cover at least `len` bytes.
-  SysResult<std::shared_ptr<mm::MemoryRange>> PagesCovering(uint64_t len);
+  SysResult<std::shared_ptr<mm::MemoryRange>> PagesCovering(uint64_t len) {
+    return data_.PagesCovering(len);
+  }
   const std::string& display_name() const { return display_name_; }  // "/memfd:x (deleted)"
   uint64_t ino() const { return ino_; }
 
  private:
-  SysStatus Reserve(uint64_t len);
-
-  mm::MemoryFile* mf_;
   std::string display_name_;
   uint64_t ino_;
   uint32_t uid_, gid_;
-  uint64_t size_ = 0;
   int seals_;
-  std::shared_ptr<mm::MemoryRange> pages_;
+  PageStore data_;
   timespec mtime_, ctime_, atime_;
 };
 

@@ -4,6 +4,9 @@
 
 #include <dirent.h>
 #include <linux/fs.h>
+#include <sys/mman.h>
+
+#include <cstring>
 
 #include "gtest/gtest.h"
 #include "sentry/fsimpl/tmpfs.h"
@@ -19,7 +22,7 @@ class OverlayTest : public ::testing::Test {
  protected:
   OverlayTest() {
     budget_ = std::make_shared<ByteBudget>(1 << 20);
-    lower_fs_ = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(1 << 20));
+    lower_fs_ = std::make_shared<TmpfsFilesystem>(std::make_shared<ByteBudget>(1 << 20), mf_.get());
     lower_root_ = lower_fs_->NewRoot(0755, 0, 0);
     // Lower tree: /etc/passwd, /etc/dir/a, /bin/sh -> busybox, /bin/busybox (0755)
     auto etc = *lower_root_->Mkdir("etc", 0755, 0, 0);
@@ -29,7 +32,7 @@ class OverlayTest : public ::testing::Test {
     auto bin = *lower_root_->Mkdir("bin", 0755, 0, 0);
     WriteInode(*bin->Create("busybox", 0755, 0, 0), "ELF");
     (void)bin->Symlink("sh", "busybox", 0, 0);
-    upper_fs_ = std::make_shared<TmpfsFilesystem>(budget_);
+    upper_fs_ = std::make_shared<TmpfsFilesystem>(budget_, mf_.get());
     ov_ = std::make_shared<OverlayFilesystem>(upper_fs_, upper_fs_->NewRoot(0755, 0, 0), lower_fs_,
                                               lower_root_);
     vfs_ = std::make_unique<vfs::Vfs>(ov_, ov_->root());
@@ -83,6 +86,7 @@ class OverlayTest : public ::testing::Test {
     return p.ok() ? *p->inode()->Stat() : Attr{};
   }
 
+  std::unique_ptr<mm::MemoryFile> mf_ = *mm::MemoryFile::Create(1ull << 32);  // file data
   Credentials root_;
   std::shared_ptr<ByteBudget> budget_;
   std::shared_ptr<TmpfsFilesystem> lower_fs_, upper_fs_;
@@ -116,6 +120,47 @@ TEST_F(OverlayTest, CopyUpKeepsDataModeOwnerInoAndLeavesLowerUntouched) {
   EXPECT_EQ(after.uid, 1000u);
   EXPECT_EQ(after.gid, 1000u);
   EXPECT_EQ(after.mtime.tv_sec >= before.mtime.tv_sec, true);
+}
+
+// Opening a lower file for writing copies it up; a MAP_SHARED mapping of it then maps
+// the upper copy's own pages: stores through them are what read() returns, the lower
+// file stays untouched, and the mapping reports the overlay's identity.
+TEST_F(OverlayTest, SharedMappingOfCopiedUpFileMapsTheUpperPages) {
+  Attr st = StatOf("/etc/passwd");
+  auto f = vfs_->Open(Ctx(), "/etc/passwd", O_RDWR, 0);
+  ASSERT_TRUE(f.ok()) << f.error();
+  mm::MMapOpts opts;
+  opts.len = 4096;
+  opts.prot = PROT_READ | PROT_WRITE;
+  opts.flags = MAP_SHARED;
+  ASSERT_TRUE((*f)->ConfigureMMap(opts).ok());
+  ASSERT_NE(opts.shared_pages, nullptr);
+  EXPECT_EQ(opts.ino, st.ino);
+  EXPECT_EQ(opts.max_prot & PROT_WRITE, PROT_WRITE);
+  char* pages = reinterpret_cast<char*>(opts.shared_pages->data());
+  EXPECT_EQ(std::string(pages, 10), "root:x:0:0");
+  memcpy(pages, "toor", 4);
+  EXPECT_EQ(Read("/etc/passwd"), "toor:x:0:0");
+  EXPECT_EQ(LowerRead("etc", "passwd"), "root:x:0:0");
+  // A write through the description is seen in the pages.
+  iovec v{const_cast<char*>("R"), 1};
+  ASSERT_TRUE((*f)->Write(nullptr, absl::MakeConstSpan(&v, 1), 0).ok());
+  EXPECT_EQ(pages[0], 'R');
+}
+
+// A read-only open of a lower file gives a read-only shared mapping (no PROT_WRITE even
+// later through mprotect); writable shared mappings need a description opened for write.
+TEST_F(OverlayTest, SharedMappingOfReadOnlyDescriptionIsNotWritable) {
+  auto f = vfs_->Open(Ctx(), "/etc/passwd", O_RDONLY, 0);
+  ASSERT_TRUE(f.ok());
+  mm::MMapOpts opts;
+  opts.len = 4096;
+  opts.prot = PROT_READ | PROT_WRITE;
+  opts.flags = MAP_SHARED;
+  EXPECT_EQ((*f)->ConfigureMMap(opts).error(), EACCES);
+  opts.prot = PROT_READ;
+  ASSERT_TRUE((*f)->ConfigureMMap(opts).ok());
+  EXPECT_EQ(opts.max_prot & PROT_WRITE, 0);
 }
 
 TEST_F(OverlayTest, ChmodCopiesUpWithoutChangingLower) {

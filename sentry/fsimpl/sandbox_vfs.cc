@@ -45,7 +45,7 @@ absl::Status MkdirAll(vfs::Vfs& v, const std::string& path, uint32_t mode) {
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
                                                           const VfsConfig& cfg) {
   auto budget = std::make_shared<ByteBudget>(cfg.tmpfs_limit_bytes);
-  auto upper_fs = std::make_shared<TmpfsFilesystem>(budget);
+  auto upper_fs = std::make_shared<TmpfsFilesystem>(budget, cfg.memory_file);
   // The root's lower layer is the sandbox's alone: its metadata may be cached.
   auto lower_fs = std::make_shared<GoferFilesystem>(&gofer, "root", /*exclusive=*/true);
   auto attached = lower_fs->Attach();
@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
 
   // Fresh /tmp (its own tmpfs, sharing the writable-layer budget), /dev and /proc.
   if (absl::Status st = MkdirAll(*v, "/tmp", 01777); !st.ok()) return st;
-  auto tmp_fs = std::make_shared<TmpfsFilesystem>(budget);
+  auto tmp_fs = std::make_shared<TmpfsFilesystem>(budget, cfg.memory_file);
   auto m = v->MountAt("/tmp", tmp_fs, tmp_fs->NewRoot(01777, 0, 0), 0);
   if (!m.ok()) return ErrnoError("mount(/tmp)", m.error());
   if (absl::Status st = MkdirAll(*v, "/dev", 0755); !st.ok()) return st;

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "gofer/client.h"
+#include "sentry/mm/memory_file.h"
 #include "sentry/sentry_main.h"
 #include "sentry/vfs/vfs.h"
 
@@ -20,6 +21,7 @@ struct VfsConfig {
   std::vector<MountSpec> mounts;
   std::string workdir = "/workspace";
   uint64_t tmpfs_limit_bytes = 1ull << 30;  // shared by the overlay upper and /tmp
+  mm::MemoryFile* memory_file = nullptr;    // holds tmpfs file data; required
 };
 
 // `gofer` must outlive the returned Vfs (the gofer fs keeps a pointer to it).

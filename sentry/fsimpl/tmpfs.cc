@@ -21,8 +21,8 @@ SysStatus ByteBudget::Resize(uint64_t old_bytes, uint64_t new_bytes) {
   return SysOk();
 }
 
-TmpfsFilesystem::TmpfsFilesystem(std::shared_ptr<ByteBudget> budget)
-    : vfs::Filesystem("tmpfs"), budget_(std::move(budget)) {}
+TmpfsFilesystem::TmpfsFilesystem(std::shared_ptr<ByteBudget> budget, mm::MemoryFile* mf)
+    : vfs::Filesystem("tmpfs"), budget_(std::move(budget)), mf_(mf) {}
 
 std::shared_ptr<Inode> TmpfsFilesystem::NewRoot(uint32_t mode, uint32_t uid, uint32_t gid) {
   return std::make_shared<TmpfsInode>(this, S_IFDIR | (mode & 07777), uid, gid);
@@ -41,7 +41,10 @@ SysResult<struct statfs> TmpfsFilesystem::StatFs() {
   return s;
 }
 
-TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_t gid) : fs_(fs) {
+TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_t gid)
+    : fs_(fs), data_(fs->memory_file(), kTmpfsMaxFileSize, [fs](int64_t delta) {
+        return fs->budget().Charge(delta);
+      }) {
   attr_.dev = fs->dev();
   attr_.ino = fs->NextIno();
   attr_.mode = mode;
@@ -51,10 +54,9 @@ TmpfsInode::TmpfsInode(TmpfsFilesystem* fs, uint32_t mode, uint32_t uid, uint32_
   attr_.atime = attr_.mtime = attr_.ctime = vfs::NowTimespec();
 }
 
-TmpfsInode::~TmpfsInode() {
-  // The data is freed with the last reference (unlinked files stay readable while open).
-  (void)fs_->budget().Resize((data_.size() + 4095) & ~4095ull, 0);
-}
+// The data (and its charge) goes with the last reference: unlinked files stay readable
+// while open or mapped.
+TmpfsInode::~TmpfsInode() = default;
 
 SysResult<Attr> TmpfsInode::Stat() {
   Attr a = attr_;
@@ -71,7 +73,8 @@ SysResult<Attr> TmpfsInode::Stat() {
     default:
       a.size = 0;
   }
-  a.blocks = ((a.size + 4095) / 4096) * 8;
+  a.blocks = (a.mode & S_IFMT) == S_IFREG ? static_cast<int64_t>(data_.charged_bytes() / 512)
+                                          : ((a.size + 4095) / 4096) * 8;
   return a;
 }
 

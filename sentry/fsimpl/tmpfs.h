@@ -1,6 +1,8 @@
 // tmpfs: a filesystem held in sentry memory. The writable upper layer of the root
-// overlay, /tmp, and a base for other synthetic trees. One byte budget may be shared
-// by several instances (the sandbox's writable-layer cap): ENOSPC past it.
+// overlay, /tmp, /dev/shm, and a base for other synthetic trees. Regular files keep
+// their bytes in MemoryFile pages (PageStore), so MAP_SHARED mappings of them are
+// coherent with read/write/truncate. One byte budget may be shared by several
+// instances (the sandbox's writable-layer cap): ENOSPC past it.
 #ifndef USENTRY_SENTRY_FSIMPL_TMPFS_H_
 #define USENTRY_SENTRY_FSIMPL_TMPFS_H_
 
@@ -10,10 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "sentry/fsimpl/page_store.h"
+#include "sentry/mm/memory_file.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/inode.h"
 
 namespace usentry::sentry::fsimpl {
+
+// Largest tmpfs file (EFBIG beyond).
+inline constexpr uint64_t kTmpfsMaxFileSize = 1ull << 40;
 
 // Bytes of file data (rounded to pages) charged against a cap.
 struct ByteBudget {
@@ -22,20 +29,27 @@ struct ByteBudget {
   uint64_t used = 0;
   // Charges new_bytes-old_bytes; ENOSPC if the cap would be exceeded.
   SysStatus Resize(uint64_t old_bytes, uint64_t new_bytes);
+  // Charges `delta` bytes (negative: gives them back).
+  SysStatus Charge(int64_t delta) {
+    return delta >= 0 ? Resize(0, static_cast<uint64_t>(delta)) : Resize(-delta, 0);
+  }
 };
 
 class TmpfsFilesystem : public vfs::Filesystem {
  public:
-  explicit TmpfsFilesystem(std::shared_ptr<ByteBudget> budget);
+  // `mf` holds the file data and outlives the filesystem.
+  TmpfsFilesystem(std::shared_ptr<ByteBudget> budget, mm::MemoryFile* mf);
   // A new root directory for this instance.
   std::shared_ptr<vfs::Inode> NewRoot(uint32_t mode, uint32_t uid, uint32_t gid);
   SysResult<struct statfs> StatFs() override;
 
   ByteBudget& budget() { return *budget_; }
+  mm::MemoryFile* memory_file() const { return mf_; }
   uint64_t NextIno() { return next_ino_++; }
 
  private:
   std::shared_ptr<ByteBudget> budget_;
+  mm::MemoryFile* mf_;
   uint64_t next_ino_ = 1;
 };
 
@@ -74,6 +88,12 @@ class TmpfsInode : public vfs::Inode {
   SysResult<size_t> ReadData(absl::Span<const iovec> dst, uint64_t off);
   SysResult<size_t> WriteData(absl::Span<const iovec> src, uint64_t off);
   SysStatus Truncate(uint64_t size);
+  // Pages for a MAP_SHARED mapping of [0, len) (PageStore::PagesCovering).
+  SysResult<std::shared_ptr<mm::MemoryRange>> PagesCovering(uint64_t len) {
+    return data_.PagesCovering(len);
+  }
+  // Charges the in-file part of a writable shared mapping (PageStore::ChargeMapping).
+  SysStatus ChargeMapping(uint64_t off, uint64_t len) { return data_.ChargeMapping(off, len); }
   void TouchAtime();
   void TouchMtime();  // mtime+ctime
   void TouchCtime();
@@ -83,7 +103,7 @@ class TmpfsInode : public vfs::Inode {
                                                   uint32_t uid, uint32_t gid);
   TmpfsFilesystem* fs_;
   vfs::Attr attr_;
-  std::vector<uint8_t> data_;                                                 // regular files
+  PageStore data_;                                                            // regular files
   std::map<std::string, std::shared_ptr<TmpfsInode>, std::less<>> children_;  // dirs
   std::string target_;                                                        // symlinks
   std::map<std::string, std::string, std::less<>> xattrs_;

@@ -1,7 +1,8 @@
 // tmpfs regular-file data and its file description.
 //
-// Data is one contiguous std::vector per file, charged (rounded up to pages) against the
-// shared ByteBudget: a sparse write far past EOF costs real memory up to the cap.
+// Data is a PageStore per file (MemoryFile pages, shared with MAP_SHARED mappings),
+// charged against the shared ByteBudget for the pages that hold data (see
+// page_store.h): sparse files cost what was written, as on Linux tmpfs.
 #include <sys/mman.h>
 
 #include <cstring>
@@ -11,8 +12,6 @@
 namespace usentry::sentry::fsimpl {
 namespace {
 uint64_t PageRound(uint64_t n) { return (n + 4095) & ~4095ull; }
-// Largest file tmpfs accepts (well below what a vector can hold; EFBIG beyond).
-constexpr uint64_t kMaxFileSize = 1ull << 40;
 }  // namespace
 
 SysResult<std::shared_ptr<vfs::FileDescription>> TmpfsInode::Open(const vfs::Path& path,
@@ -26,40 +25,17 @@ SysResult<std::shared_ptr<vfs::FileDescription>> TmpfsInode::Open(const vfs::Pat
 }
 
 SysResult<size_t> TmpfsInode::ReadData(absl::Span<const iovec> dst, uint64_t off) {
-  size_t done = 0;
-  for (const iovec& v : dst) {
-    if (off >= data_.size()) break;
-    size_t n = std::min<uint64_t>(v.iov_len, data_.size() - off);
-    std::memcpy(v.iov_base, data_.data() + off, n);
-    done += n;
-    off += n;
-    if (n < v.iov_len) break;
-  }
-  return done;
+  return data_.Read(dst, off);
 }
 
 SysResult<size_t> TmpfsInode::WriteData(absl::Span<const iovec> src, uint64_t off) {
-  ASSIGN_OR_RETURN_ERRNO(size_t len, vfs::IovecsLength(src));
-  if (len == 0) return size_t{0};
-  if (off > kMaxFileSize || len > kMaxFileSize - off) return Errno{EFBIG};
-  uint64_t end = off + len;
-  if (end > data_.size()) {
-    RETURN_IF_ERRNO(fs_->budget().Resize(PageRound(data_.size()), PageRound(end)));
-    data_.resize(end);
-  }
-  for (const iovec& v : src) {
-    std::memcpy(data_.data() + off, v.iov_base, v.iov_len);
-    off += v.iov_len;
-  }
-  TouchMtime();
-  return len;
+  ASSIGN_OR_RETURN_ERRNO(size_t n, data_.Write(src, off));
+  if (n > 0) TouchMtime();
+  return n;
 }
 
 SysStatus TmpfsInode::Truncate(uint64_t size) {
-  if (size > kMaxFileSize) return Errno{EFBIG};
-  RETURN_IF_ERRNO(fs_->budget().Resize(PageRound(data_.size()), PageRound(size)));
-  data_.resize(size);
-  if (size < data_.capacity() / 2) data_.shrink_to_fit();
+  RETURN_IF_ERRNO(data_.Truncate(size));
   TouchMtime();
   return SysOk();
 }
@@ -93,16 +69,46 @@ SysStatus TmpfsFileDescription::Truncate(int64_t size) {
   return inode_->Truncate(size);
 }
 
+// MAP_SHARED maps the file's own pages (coherent with read/write and between
+// processes); MAP_PRIVATE gets a copy of the bytes.
 SysStatus TmpfsFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
+  if (!readable()) return Errno{EACCES};
+  ASSIGN_OR_RETURN_ERRNO(vfs::Attr a, inode_->Stat());
+  opts.dev = a.dev;
+  opts.ino = a.ino;
+  opts.name = vfs::AbsolutePathOf(path());
+  opts.file_ref = inode_;
+  if ((opts.flags & MAP_TYPE) != MAP_PRIVATE) {
+    const uint64_t len = PageRound(opts.len);
+    if (len < opts.len || opts.file_off > kTmpfsMaxFileSize ||
+        len > kTmpfsMaxFileSize - opts.file_off) {
+      return Errno{ENOMEM};
+    }
+    if (!writable()) {
+      if (opts.prot & PROT_WRITE) return Errno{EACCES};
+      opts.max_prot = PROT_READ | PROT_EXEC;
+    } else {
+      // Stores through the mapping are not seen: charge its part of the file now. A
+      // read-only mapping that does not fit (a huge sparse file) is made without the
+      // right to become writable.
+      opts.max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+      if (!inode_->ChargeMapping(opts.file_off, len).ok()) {
+        if (opts.prot & PROT_WRITE) return Errno{ENOMEM};
+        opts.max_prot &= ~PROT_WRITE;
+      }
+    }
+    ASSIGN_OR_RETURN_ERRNO(opts.shared_pages, inode_->PagesCovering(opts.file_off + len));
+    return SysOk();
+  }
+  opts.max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
   std::shared_ptr<TmpfsInode> inode = inode_;
-  mm::FileFiller fill = [inode](uint8_t* dst, uint64_t len,
-                                uint64_t file_off) -> SysResult<uint64_t> {
+  opts.fill = [inode](uint8_t* dst, uint64_t len, uint64_t file_off) -> SysResult<uint64_t> {
     iovec v{dst, len};
-    SysResult<size_t> r = inode->ReadData(absl::MakeConstSpan(&v, 1), file_off);
-    if (!r.ok()) return Errno{r.error()};
-    return static_cast<uint64_t>(*r);
+    ASSIGN_OR_RETURN_ERRNO(size_t n, inode->ReadData(absl::MakeConstSpan(&v, 1), file_off));
+    return static_cast<uint64_t>(n);
   };
-  return vfs::ConfigureCopyMMap(*this, opts, std::move(fill), inode_);
+  opts.fill_is_whole_file = true;
+  return SysOk();
 }
 
 }  // namespace usentry::sentry::fsimpl

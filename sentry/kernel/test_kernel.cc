@@ -17,8 +17,8 @@ namespace usentry::sentry {
 TestKernel::TestKernel(const std::string& mem_name) {
   auto mf = mm::MemoryFile::Create(64 << 20);
   if (!mf.ok()) abort();
-  auto tfs =
-      std::make_shared<fsimpl::TmpfsFilesystem>(std::make_shared<fsimpl::ByteBudget>(1 << 26));
+  auto tfs = std::make_shared<fsimpl::TmpfsFilesystem>(
+      std::make_shared<fsimpl::ByteBudget>(1 << 26), mf->get());
   auto root = tfs->NewRoot(0755, 0, 0);
   kernel_ = std::make_unique<Kernel>(KernelOptions{}, nullptr, std::move(mf).value(),
                                      std::make_unique<vfs::Vfs>(tfs, root));

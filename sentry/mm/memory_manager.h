@@ -93,6 +93,10 @@ class MemoryManager {
   SysResult<GuestAddr> MRemap(GuestAddr old_addr, uint64_t old_len, uint64_t new_len, int flags,
                               GuestAddr new_addr);
   SysStatus MAdviseDontNeed(GuestAddr addr, uint64_t len);
+  // msync: validates like Linux (EINVAL, ENOMEM for unmapped parts). Shared mappings of
+  // sentry-held files map the file's own pages, and other file mappings are copies, so
+  // nothing is ever left to write back.
+  SysStatus MSync(GuestAddr addr, uint64_t len, int flags) const;
 
   // --- loader support ---
   void SetBrkBase(GuestAddr base);  // start of the heap, just past the ELF's bss

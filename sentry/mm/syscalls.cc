@@ -1,5 +1,5 @@
 // MemoryManager entry points with Linux semantics: mmap, munmap, mprotect, brk, mremap,
-// madvise(MADV_DONTNEED). Argument validation that depends only on scalars is here too,
+// madvise(MADV_DONTNEED), msync. Argument validation that depends only on scalars is here too,
 // so the sys_mm.cc handlers stay thin.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -297,6 +297,22 @@ SysStatus MemoryManager::MAdviseDontNeed(GuestAddr addr, uint64_t len) {
     if (!v->shared && !v->file_ref)
       mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
     a = stop;
+  }
+  return SysOk();
+}
+
+SysStatus MemoryManager::MSync(GuestAddr addr, uint64_t len, int flags) const {
+  if (!addr.PageAligned()) return Errno{EINVAL};
+  if (flags & ~(MS_ASYNC | MS_SYNC | MS_INVALIDATE)) return Errno{EINVAL};
+  if ((flags & MS_ASYNC) && (flags & MS_SYNC)) return Errno{EINVAL};
+  const uint64_t start = addr.value();
+  const uint64_t end = start + PageUp(len);  // a length that rounds to 0 is a no-op
+  if (end < start) return Errno{ENOMEM};
+  // Like Linux, the whole range is looked at and a hole anywhere is ENOMEM.
+  for (uint64_t a = start; a < end;) {
+    const Vma* v = FindVma(a);
+    if (!v) return Errno{ENOMEM};
+    a = v->end;
   }
   return SysOk();
 }

@@ -93,13 +93,7 @@ SyscallResult SysMadvise(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysMsync(Task& t, const SyscallArgs& a) {
-  if (!a.ptr(0).PageAligned()) return Errno{EINVAL};
-  int flags = a.i32(2);
-  if (flags & ~(MS_ASYNC | MS_SYNC | MS_INVALIDATE)) return Errno{EINVAL};
-  if ((flags & MS_ASYNC) && (flags & MS_SYNC)) return Errno{EINVAL};
-  // Mappings are copies of their files (no shared file mappings yet): nothing to write
-  // back. (Linux also reports ENOMEM for unmapped ranges; not checked yet.)
-  (void)t;
+  RETURN_IF_ERRNO(t.mm().MSync(a.ptr(0), a.u64(1), a.i32(2)));
   return 0;
 }
 

@@ -36,7 +36,10 @@ constexpr SyscallInfo kTable[] = {
     {8, "lseek", SysLseek, Support::kPartial, "SEEK_DATA/SEEK_HOLE treat the whole file as data",
      "fdd"},
     {9, "mmap", SysMmap, Support::kPartial,
-     "shared file mappings are copies (not coherent with write) — MAP_HUGETLB EINVAL", "xuPMfx"},
+     "MAP_SHARED of tmpfs (/tmp, /dev/shm, overlay upper) and memfd files maps their pages; of "
+     "--mount host files: read-only copies, writable ENODEV; no SIGBUS past EOF (zeros); "
+     "MAP_HUGETLB EINVAL",
+     "xuPMfx"},
     {10, "mprotect", SysMprotect, Support::kFull, "", "xuP"},
     {11, "munmap", SysMunmap, Support::kFull, "", "xu"},
     {12, "brk", SysBrk, Support::kFull, "", "x"},
@@ -58,7 +61,10 @@ constexpr SyscallInfo kTable[] = {
      "single-VMA sources; MREMAP_DONTUNMAP EINVAL; shared anonymous memory that grows becomes "
      "private",
      "xuuxx"},
-    {26, "msync", SysMsync, Support::kPartial, "no shared file mappings to write back yet", ""},
+    {26, "msync", SysMsync, Support::kPartial,
+     "validated (EINVAL, ENOMEM for holes); nothing to write back (shared mappings are the "
+     "file's pages); MS_INVALIDATE does not refresh copies of host files",
+     "xux"},
     {27, "mincore", SysMincore, Support::kFull, "resident = the memory file holds the page", "xup"},
     {28, "madvise", SysMadvise, Support::kPartial,
      "DONTNEED/FREE release pages; other advice accepted as hints", "xud"},

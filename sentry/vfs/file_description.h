@@ -160,10 +160,12 @@ class PathOnlyDescription : public FileDescription {
   SysStatus IterateDir(DirEmitter) override { return Errno{EBADF}; }
 };
 
-// mmap support shared by regular-file descriptions: the file's bytes are copied into the
-// mapping (no MAP_SHARED coherence yet). Checks EACCES for unreadable files, gives
-// MAP_SHARED mappings of files not opened for writing no PROT_WRITE in max_prot, and
-// refuses writable MAP_SHARED mappings with ENODEV (they could not write back).
+// mmap support for files whose bytes live outside the sentry (gofer-backed host files):
+// the file's bytes are copied into the mapping, so a read-only MAP_SHARED mapping does
+// not see later writes. Checks EACCES for unreadable files, gives MAP_SHARED mappings of
+// files not opened for writing no PROT_WRITE in max_prot, and refuses writable
+// MAP_SHARED mappings with ENODEV (there is no write-back). Sentry-held files (tmpfs,
+// memfd) map their PageStore pages instead (fsimpl/page_store.h).
 SysStatus ConfigureCopyMMap(FileDescription& file, mm::MMapOpts& opts, mm::FileFiller fill,
                             std::shared_ptr<void> file_ref);
 

@@ -111,7 +111,7 @@ TEST(PathTest, MountCrossingBothWays) {
   TmpfsVfs t;
   ASSERT_TRUE(t.vfs->Mkdir(t.Ctx(), "/mnt", 0755).ok());
   t.Write("/mnt/hidden", "under");
-  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget);
+  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget, t.mf.get());
   auto m = t.vfs->MountAt("/mnt", fs2, fs2->NewRoot(0755, 0, 0), 0);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(t.vfs->Resolve(t.Ctx(), "/mnt/hidden", true).error(), ENOENT);
@@ -132,7 +132,7 @@ TEST(PathTest, MountCrossingBothWays) {
 TEST(PathTest, ReadOnlyMount) {
   TmpfsVfs t;
   ASSERT_TRUE(t.vfs->Mkdir(t.Ctx(), "/ro", 0755).ok());
-  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget);
+  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget, t.mf.get());
   auto root2 = fs2->NewRoot(0755, 0, 0);
   ASSERT_TRUE(root2->Create("f", 0644, 0, 0).ok());
   ASSERT_TRUE(t.vfs->MountAt("/ro", fs2, root2, kMountReadOnly).ok());
@@ -215,7 +215,7 @@ TEST(PathTest, MagicLinksJumpToTheirObject) {
   ASSERT_TRUE(t.vfs->Mkdir(t.Ctx(), "/fd", 0755).ok());
   auto real = t.vfs->Resolve(t.Ctx(), "/real", true);
   auto anon = std::make_shared<AnonFile>();
-  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget);
+  auto fs2 = std::make_shared<fsimpl::TmpfsFilesystem>(t.budget, t.mf.get());
   std::map<std::string, std::shared_ptr<Inode>> links;
   links["cwd"] = std::make_shared<FakeMagicLink>(fs2.get(), MagicLink{*real, nullptr});
   links["63"] = std::make_shared<FakeMagicLink>(fs2.get(), MagicLink{Path{}, anon});

@@ -13,8 +13,9 @@ namespace usentry::sentry::vfs::testing {
 
 struct TmpfsVfs {
   explicit TmpfsVfs(uint64_t limit = 1 << 20)
-      : budget(std::make_shared<fsimpl::ByteBudget>(limit)),
-        fs(std::make_shared<fsimpl::TmpfsFilesystem>(budget)),
+      : mf(*mm::MemoryFile::Create(1ull << 32)),
+        budget(std::make_shared<fsimpl::ByteBudget>(limit)),
+        fs(std::make_shared<fsimpl::TmpfsFilesystem>(budget, mf.get())),
         vfs(std::make_unique<Vfs>(fs, fs->NewRoot(0755, 0, 0))) {}
 
   ResolveContext Ctx(const Credentials* c = nullptr) {
@@ -41,6 +42,7 @@ struct TmpfsVfs {
   }
   int Err(SysStatus s) { return s.error(); }
 
+  std::unique_ptr<mm::MemoryFile> mf;  // tmpfs file data
   std::shared_ptr<fsimpl::ByteBudget> budget;
   std::shared_ptr<fsimpl::TmpfsFilesystem> fs;
   std::unique_ptr<Vfs> vfs;

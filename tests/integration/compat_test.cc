@@ -471,5 +471,70 @@ TEST_P(CompatTest, PythonForkingUnixStreamServer) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kSocketServerScript, "@DIR@"});
 }
 
+// MAP_SHARED file mappings: multiprocessing's SharedMemory (a /dev/shm file) and its
+// Lock/Semaphore (sem_open: futexes in a shared mapping) across a fork, and sqlite3 in
+// WAL mode (the -shm index is a MAP_SHARED mapping) with two connections and a forked
+// writer.
+constexpr char kSharedMappingScript[] = R"py(
+import os, sys, sqlite3
+from multiprocessing import shared_memory, Lock, Semaphore
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+shm = shared_memory.SharedMemory(create=True, size=4096)
+lock, done = Lock(), Semaphore(0)
+shm.buf[:5] = b"hello"
+def bump(buf, n):
+    for _ in range(n):
+        with lock:
+            v = int.from_bytes(buf[8:16], "little")
+            buf[8:16] = (v + 1).to_bytes(8, "little")
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    bump(shm.buf, 300)
+    shm.buf[:5] = b"HELLO"
+    done.release()
+    os._exit(0)
+bump(shm.buf, 300)
+done.acquire()
+print(bytes(shm.buf[:5]), int.from_bytes(shm.buf[8:16], "little"))
+print(os.waitpid(pid, 0)[1])
+shm.close()
+shm.unlink()
+
+db = os.path.join(d, "wal.db")
+a = sqlite3.connect(db)
+print(a.execute("PRAGMA journal_mode=WAL").fetchone())
+a.execute("CREATE TABLE t(x INTEGER)")
+a.commit()
+b = sqlite3.connect(db)
+a.execute("INSERT INTO t VALUES (1)")
+a.commit()
+print(b.execute("SELECT count(*), sum(x) FROM t").fetchone())
+b.execute("INSERT INTO t VALUES (2)")
+b.commit()
+print(a.execute("SELECT count(*), sum(x) FROM t").fetchone())
+print(os.path.exists(db + "-wal"), os.path.exists(db + "-shm"))
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    c = sqlite3.connect(db)
+    c.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(10, 20)])
+    c.commit()
+    c.close()
+    os._exit(0)
+print(os.waitpid(pid, 0)[1])
+print(a.execute("SELECT count(*), sum(x) FROM t").fetchone())
+print(b.execute("SELECT max(x) FROM t").fetchone())
+b.close()
+print(a.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+a.close()
+print(sqlite3.connect(db).execute("SELECT count(*) FROM t").fetchone())
+)py";
+
+TEST_P(CompatTest, PythonSharedMemoryAndSqliteWal) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kSharedMappingScript, "@DIR@"});
+}
+
 }  // namespace
 }  // namespace usentry::testing
