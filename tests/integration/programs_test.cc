@@ -1,6 +1,6 @@
 // The programs agents actually run, each natively and under usentry on the same inputs
 // (issue 4's proof list): make -j2 building a multi-file C program, git, tar with gzip
-// and xz, perl, bash job control and traps, find | xargs -P2,
+// and xz, sqlite3 (WAL mode), perl, bash job control and traps, find | xargs -P2,
 // python3 -m venv, node with timers, fs, child_process and worker_threads.
 #include <string>
 #include <vector>
@@ -65,6 +65,17 @@ make -j2 -s >/dev/null; ./app; ls *.o | wc -l; make -s -q app && echo up-to-date
 
 TEST_P(ProgramsTest, MakeJ2BuildsAMultiFileProgram) {
   ExpectScriptSameAsNative(kMakeScript, {"/usr/bin/make", "/usr/bin/gcc"});
+}
+
+// WAL mode maps the -shm file MAP_SHARED.
+constexpr char kSqliteScript[] = R"sh(
+d=$1; mkdir -p "$d"; cd "$d"
+sqlite3 db.sqlite 'create table t(a integer, b text); insert into t values (1,"x"),(2,"y"),(3,"z"); select count(*), sum(a), group_concat(b) from t; pragma journal_mode=wal; insert into t values (4, "w"); select max(a) from t;'
+perl -e 'my %h=(b=>2,a=>1,c=>3); print join(",", map {"$_=$h{$_}"} sort keys %h), "\n"; my $s="Hello World"; (my $t=$s)=~s/o/0/g; printf("%s %d\n", $t, length $s); my $pid=fork(); if(!$pid){exit 7} waitpid($pid,0); print $?>>8, "\n";'
+)sh";
+
+TEST_P(ProgramsTest, Sqlite3WithWal) {
+  ExpectScriptSameAsNative(kSqliteScript, {"/usr/bin/sqlite3"});
 }
 
 constexpr char kPerlScript[] = R"sh(
