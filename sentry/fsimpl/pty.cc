@@ -158,6 +158,8 @@ class ReplicaDescription : public PtyDescription {
   EventMask Readiness(EventMask mask) override;
   WaitQueue* wait_queue() override { return &pty_->replica_wq; }
   std::string AnonName() const override { return pty_->name(); }
+  // /proc/PID/fd/N of a replica without a path (TIOCGPTPEER): the same terminal.
+  SysResult<std::shared_ptr<vfs::FileDescription>> Reopen(int flags) override;
 
  private:
   SysResult<size_t> ReadNow(absl::Span<const iovec> dst);
@@ -233,6 +235,10 @@ class PtmxInode : public vfs::Inode {
   vfs::Attr attr_;
   std::weak_ptr<Devpts> devpts_;
 };
+
+SysResult<std::shared_ptr<vfs::FileDescription>> ReplicaDescription::Reopen(int flags) {
+  return OpenReplica(pty_, vfs::Path{}, flags);
+}
 
 // --- I/O ---
 

@@ -242,6 +242,12 @@ TEST(Pty, TiocgptpeerOpensTheReplica) {
   EXPECT_EQ(a.st_rdev, b.st_rdev);
   WriteStr(fd, "peer\n");
   EXPECT_EQ(ReadN(p.master.get(), 6), "peer\r\n");
+  // Reopening it through /proc reaches the same terminal.
+  std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  ScopedFd again(open(proc.c_str(), O_RDWR | O_NOCTTY));
+  ASSERT_SYS_OK(again.get());
+  WriteStr(again.get(), "re\n");
+  EXPECT_EQ(ReadN(p.master.get(), 4), "re\r\n");
 }
 
 TEST(Pty, DefaultTermiosIsLinuxs) {
