@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "sentry/fsimpl/procfs.h"
+#include "sentry/fsimpl/pty_internal.h"
 #include "sentry/fsimpl/pty_line.h"
 #include "sentry/fsimpl/tty.h"
 #include "sentry/kernel/kernel.h"
@@ -30,80 +31,8 @@ namespace usentry::sentry::fsimpl {
 namespace {
 
 constexpr uint32_t kPtsMajor = 136;
-constexpr EventMask kIn = POLLIN | POLLRDNORM;
-constexpr EventMask kOut = POLLOUT | POLLWRNORM;
-// What a hung-up terminal reports to poll (Linux's hung_up_tty_poll).
-constexpr EventMask kHungUp = kIn | kOut | POLLERR | POLLHUP;
 // Linux keeps at most this many pty pairs by default (/proc/sys/kernel/pty/max).
 constexpr int kMaxPtys = 4096;
-
-}  // namespace
-
-// The state both ends of one pair share.
-class Pty {
- public:
-  Pty(Kernel* k, std::weak_ptr<Devpts> dir, int index, vfs::Attr attr)
-      : kernel(k), dir(std::move(dir)), index(index), attr(attr) {}
-
-  bool replica_closed() const { return replica_opened && replicas == 0; }
-  std::string name() const { return absl::StrCat("/dev/pts/", index); }
-
-  // Sends `sig` to every process of group `pgid` (kill_pgrp from the kernel).
-  void SignalGroup(int32_t pgid, int sig) {
-    if (kernel == nullptr || pgid <= 0) return;
-    siginfo_t info;
-    memset(&info, 0, sizeof(info));
-    info.si_signo = sig;
-    info.si_code = SI_KERNEL;
-    for (auto& tg : kernel->ThreadGroups()) {
-      if (tg->pgid == pgid && !tg->zombie && !tg->exiting) SendGroupSignal(*tg, info);
-    }
-  }
-
-  // The master closed: replicas are hung up, the controlling session loses its terminal
-  // and its leader gets SIGHUP then SIGCONT (Linux's tty_vhangup of the replica).
-  void HangUp() {
-    master_open = false;
-    replica_wq.Notify(kHungUp);
-    if (kernel != nullptr && sid > 0) {
-      auto leader = kernel->FindThreadGroup(sid);
-      if (leader && leader->sid == sid && !leader->zombie && !leader->exiting) {
-        siginfo_t info;
-        memset(&info, 0, sizeof(info));
-        info.si_code = SI_KERNEL;
-        info.si_signo = SIGHUP;
-        SendGroupSignal(*leader, info);
-        info.si_signo = SIGCONT;
-        SendGroupSignal(*leader, info);
-      }
-    }
-    sid = 0;
-    fg_pgrp = 0;
-  }
-
-  Kernel* kernel;
-  std::weak_ptr<Devpts> dir;
-  int index;
-  vfs::Attr attr;  // of /dev/pts/N
-  bool locked = true;
-  bool exclusive = false;  // TIOCEXCL: further replica opens need root
-  LineDiscipline ld;
-  abi::Winsize winsize{};
-  int32_t fg_pgrp = 0;  // foreground process group, 0: none
-  int32_t sid = 0;      // session this pty controls, 0: none
-  bool master_open = true;
-  int replicas = 0;  // open replica descriptions
-  bool replica_opened = false;
-  WaitQueue master_wq;   // readiness of the master end
-  WaitQueue replica_wq;  // readiness of the replica end
-};
-
-namespace {
-
-// The caller's session is controlled by `pty` (Linux: current->signal->tty == tty).
-bool IsControllingFor(const Pty& pty, const ThreadGroup& tg) {
-  return pty.sid != 0 && pty.sid == tg.sid;
-}
 
 // Runs `fn` over the iovecs in order until one is not filled; returns the total.
 size_t ForEachIovec(absl::Span<const iovec> iovs, absl::FunctionRef<size_t(uint8_t*, size_t)> fn) {
@@ -116,77 +45,42 @@ size_t ForEachIovec(absl::Span<const iovec> iovs, absl::FunctionRef<size_t(uint8
   return done;
 }
 
-class PtyDescription : public vfs::FileDescription {
- public:
-  PtyDescription(std::shared_ptr<Pty> pty, vfs::Path path, int flags, bool master)
-      : FileDescription(std::move(path), flags), pty_(std::move(pty)), master_(master) {}
+}  // namespace
 
-  SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
-  SysResult<int64_t> Seek(int64_t, int) override { return Errno{ESPIPE}; }
-  Pty& pty() { return *pty_; }
-
- protected:
-  // Ioctls that depend on the end (TIOCGPTN...); ENOTTY when not one of them.
-  virtual SysResult<uint64_t> EndIoctl(Task& task, uint64_t cmd, uint64_t arg) {
-    return Errno{ENOTTY};
+void Pty::SignalGroup(int32_t pgid, int sig) {
+  if (kernel == nullptr || pgid <= 0) return;
+  siginfo_t info;
+  memset(&info, 0, sizeof(info));
+  info.si_signo = sig;
+  info.si_code = SI_KERNEL;
+  for (auto& tg : kernel->ThreadGroups()) {
+    if (tg->pgid == pgid && !tg->zombie && !tg->exiting) SendGroupSignal(*tg, info);
   }
-  // Which ld queue TCIFLUSH / TCOFLUSH mean from this end.
-  void Flush(bool input);
+}
 
-  std::shared_ptr<Pty> pty_;
-  bool master_;
-};
-
-class ReplicaDescription : public PtyDescription {
- public:
-  // `via_dev_tty`: opened as /dev/tty, whose own node fstat shows (5:0), as on Linux.
-  ReplicaDescription(std::shared_ptr<Pty> pty, vfs::Path path, int flags, bool via_dev_tty = false)
-      : PtyDescription(std::move(pty), std::move(path), flags, false), via_dev_tty_(via_dev_tty) {
-    ++pty_->replicas;
-    pty_->replica_opened = true;
+void Pty::HangUp() {
+  master_open = false;
+  replica_wq.Notify(kPtyHungUp);
+  if (kernel != nullptr && sid > 0) {
+    auto leader = kernel->FindThreadGroup(sid);
+    if (leader && leader->sid == sid && !leader->zombie && !leader->exiting) {
+      siginfo_t info;
+      memset(&info, 0, sizeof(info));
+      info.si_code = SI_KERNEL;
+      info.si_signo = SIGHUP;
+      SendGroupSignal(*leader, info);
+      info.si_signo = SIGCONT;
+      SendGroupSignal(*leader, info);
+    }
   }
-  ~ReplicaDescription() override {
-    if (--pty_->replicas == 0) pty_->master_wq.Notify(POLLHUP | kIn);
-  }
+  sid = 0;
+  fg_pgrp = 0;
+}
 
-  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
-  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
-  SysResult<vfs::Attr> Stat() override {
-    if (via_dev_tty_ && path_.valid()) return path_.inode()->Stat();
-    return pty_->attr;
-  }
-  EventMask Readiness(EventMask mask) override;
-  WaitQueue* wait_queue() override { return &pty_->replica_wq; }
-  std::string AnonName() const override { return pty_->name(); }
-  // /proc/PID/fd/N of a replica without a path (TIOCGPTPEER): the same terminal.
-  SysResult<std::shared_ptr<vfs::FileDescription>> Reopen(int flags) override;
+bool IsControllingFor(const Pty& pty, const ThreadGroup& tg) {
+  return pty.sid != 0 && pty.sid == tg.sid;
+}
 
- private:
-  SysResult<size_t> ReadNow(absl::Span<const iovec> dst);
-  bool via_dev_tty_;
-};
-
-class MasterDescription : public PtyDescription {
- public:
-  MasterDescription(std::shared_ptr<Pty> pty, vfs::Path path, int flags)
-      : PtyDescription(std::move(pty), std::move(path), flags, true) {}
-  ~MasterDescription() override {
-    pty_->HangUp();
-    if (auto dir = pty_->dir.lock()) dir->Remove(pty_->index);
-  }
-
-  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
-  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
-  EventMask Readiness(EventMask mask) override;
-  WaitQueue* wait_queue() override { return &pty_->master_wq; }
-  std::string AnonName() const override { return "/dev/ptmx"; }
-
- protected:
-  SysResult<uint64_t> EndIoctl(Task& task, uint64_t cmd, uint64_t arg) override;
-};
-
-// A session leader without a controlling terminal that opens a free replica without
-// O_NOCTTY acquires it (Linux's tty_open -> __proc_set_tty).
 void MaybeAcquireControlling(Pty& pty, int flags) {
   Task* t = CurrentTask();
   if (t == nullptr || (flags & O_NOCTTY) || pty.sid != 0) return;
@@ -196,6 +90,8 @@ void MaybeAcquireControlling(Pty& pty, int flags) {
   pty.sid = tg.sid;
   pty.fg_pgrp = tg.pgid;
 }
+
+namespace {
 
 SysResult<std::shared_ptr<vfs::FileDescription>> OpenReplica(const std::shared_ptr<Pty>& pty,
                                                              const vfs::Path& path, int flags) {
@@ -236,6 +132,8 @@ class PtmxInode : public vfs::Inode {
   std::weak_ptr<Devpts> devpts_;
 };
 
+}  // namespace
+
 SysResult<std::shared_ptr<vfs::FileDescription>> ReplicaDescription::Reopen(int flags) {
   return OpenReplica(pty_, vfs::Path{}, flags);
 }
@@ -254,7 +152,7 @@ SysResult<size_t> MasterDescription::Read(Task*, absl::Span<const iovec> dst, in
   }
   const bool was_full = p.ld.OutputRoom() < 2;
   size_t n = ForEachIovec(dst, [&](uint8_t* b, size_t len) { return p.ld.ReadOutput(b, len); });
-  if (was_full && p.ld.OutputRoom() >= 2) p.replica_wq.Notify(kOut);
+  if (was_full && p.ld.OutputRoom() >= 2) p.replica_wq.Notify(kPtyOut);
   return n;
 }
 
@@ -270,8 +168,8 @@ SysResult<size_t> MasterDescription::Write(Task*, absl::Span<const iovec> src, i
       src, [&](uint8_t* b, size_t len) { return p.ld.ReceiveInput(b, len, &signals); });
   if (n == 0) return Errno{EAGAIN};
   // Readers and edge-triggered watchers hear about every arrival.
-  if (p.ld.InputAvailable() != input_before || p.ld.InputReady(1)) p.replica_wq.Notify(kIn);
-  if (p.ld.OutputAvailable() != echoed_before) p.master_wq.Notify(kIn);
+  if (p.ld.InputAvailable() != input_before || p.ld.InputReady(1)) p.replica_wq.Notify(kPtyIn);
+  if (p.ld.OutputAvailable() != echoed_before) p.master_wq.Notify(kPtyIn);
   for (int sig : signals) p.SignalGroup(p.fg_pgrp, sig);
   return n;
 }
@@ -279,9 +177,9 @@ SysResult<size_t> MasterDescription::Write(Task*, absl::Span<const iovec> src, i
 EventMask MasterDescription::Readiness(EventMask mask) {
   Pty& p = *pty_;
   EventMask r = 0;
-  if (p.ld.OutputAvailable() > 0) r |= kIn;
+  if (p.ld.OutputAvailable() > 0) r |= kPtyIn;
   if (p.replica_closed()) r |= POLLHUP;
-  if (p.ld.InputRoom() > 0) r |= kOut;
+  if (p.ld.InputRoom() > 0) r |= kPtyOut;
   return r & (mask | POLLHUP | POLLERR);
 }
 
@@ -301,7 +199,7 @@ SysResult<size_t> ReplicaDescription::ReadNow(absl::Span<const iovec> dst) {
     } else {
       n = ForEachIovec(dst, [&](uint8_t* b, size_t len) { return ld.ReadInput(b, len); });
     }
-    if (was_full && ld.InputRoom() > 0) p.master_wq.Notify(kOut);
+    if (was_full && ld.InputRoom() > 0) p.master_wq.Notify(kPtyOut);
     return n;
   };
   if (ld.canonical()) {
@@ -332,7 +230,7 @@ SysResult<size_t> ReplicaDescription::Read(Task* task, absl::Span<const iovec> d
   }
   absl::Time deadline = absl::Now() + absl::Milliseconds(100) * t.cc[VTIME];
   Waiter w(task);
-  ScopedWait scoped(p.replica_wq, w, kIn | POLLHUP);
+  ScopedWait scoped(p.replica_wq, w, kPtyIn | POLLHUP);
   while (true) {
     SysStatus st = task->Block(w, deadline);
     if (!p.master_open) return size_t{0};
@@ -354,214 +252,21 @@ SysResult<size_t> ReplicaDescription::Write(Task*, absl::Span<const iovec> src, 
   if (want == 0) return size_t{0};
   size_t n = ForEachIovec(src, [&](uint8_t* b, size_t len) { return p.ld.WriteOutput(b, len); });
   if (n == 0) return Errno{EAGAIN};
-  p.master_wq.Notify(kIn);
+  p.master_wq.Notify(kPtyIn);
   return n;
 }
 
 EventMask ReplicaDescription::Readiness(EventMask mask) {
   Pty& p = *pty_;
-  if (!p.master_open) return kHungUp;
+  if (!p.master_open) return kPtyHungUp;
   EventMask r = 0;
   const abi::Termios& t = p.ld.termios();
   // Like Linux's poll: with MIN > 0 and no TIME, readable once MIN bytes are queued.
   size_t min = (t.cc[VTIME] == 0 && t.cc[VMIN] > 0) ? t.cc[VMIN] : 1;
-  if (p.ld.InputReady(min)) r |= kIn;
-  if (p.ld.OutputRoom() >= 2) r |= kOut;
+  if (p.ld.InputReady(min)) r |= kPtyIn;
+  if (p.ld.OutputRoom() >= 2) r |= kPtyOut;
   return r & (mask | POLLHUP | POLLERR);
 }
-
-// --- ioctls ---
-
-void PtyDescription::Flush(bool input) {
-  Pty& p = *pty_;
-  // The replica's input is the master's output and the other way round.
-  if (input == master_) {
-    p.ld.FlushOutput();
-    p.replica_wq.Notify(kOut);
-  } else {
-    p.ld.FlushInput();
-    p.master_wq.Notify(kOut);
-  }
-}
-
-SysResult<uint64_t> MasterDescription::EndIoctl(Task& task, uint64_t cmd, uint64_t arg) {
-  mm::MemoryManager& mm = task.mm();
-  mm::GuestAddr addr(arg);
-  Pty& p = *pty_;
-  switch (cmd) {
-    case TIOCGPTN: {
-      uint32_t n = p.index;
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, n));
-      return uint64_t{0};
-    }
-    case TIOCSPTLCK: {
-      ASSIGN_OR_RETURN_ERRNO(int32_t lock, mm.CopyInObj<int32_t>(addr));
-      p.locked = lock != 0;
-      return uint64_t{0};
-    }
-    case TIOCGPTLCK: {
-      int32_t lock = p.locked ? 1 : 0;
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, lock));
-      return uint64_t{0};
-    }
-    case TIOCGPTPEER: {
-      int flags = static_cast<int>(arg);
-      if (flags & ~(O_ACCMODE | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)) return Errno{EINVAL};
-      if (!p.master_open) return Errno{EIO};
-      auto d =
-          std::make_shared<ReplicaDescription>(pty_, vfs::Path{}, flags & ~(O_NOCTTY | O_CLOEXEC));
-      MaybeAcquireControlling(p, flags);
-      ASSIGN_OR_RETURN_ERRNO(int fd, task.fds().Install(d, flags & O_CLOEXEC));
-      return uint64_t(fd);
-    }
-    case TIOCPKT: {
-      // Packet mode is not emulated: only "off" is accepted.
-      ASSIGN_OR_RETURN_ERRNO(int32_t on, mm.CopyInObj<int32_t>(addr));
-      if (on != 0) return Errno{EINVAL};
-      return uint64_t{0};
-    }
-    case TIOCGPKT: {
-      int32_t off = 0;
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, off));
-      return uint64_t{0};
-    }
-  }
-  return Errno{ENOTTY};
-}
-
-SysResult<uint64_t> PtyDescription::Ioctl(Task& task, uint64_t cmd, uint64_t arg) {
-  mm::MemoryManager& mm = task.mm();
-  mm::GuestAddr addr(arg);
-  Pty& p = *pty_;
-  ThreadGroup& tg = task.thread_group();
-  // A hung-up replica answers nothing (Linux's hung_up_tty_ioctl).
-  if (!master_ && !p.master_open) return Errno{cmd == TIOCSPGRP ? ENOTTY : EIO};
-  // Job-control queries on the replica need it to be the caller's controlling tty; on
-  // the master they are about the replica.
-  const bool controlling = IsControllingFor(p, tg);
-  switch (cmd) {
-    case TCGETS: {
-      abi::Termios t = p.ld.termios();
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, t));
-      return uint64_t{0};
-    }
-    case TCSETSF:
-    case TCSETSW:
-    case TCSETS: {
-      ASSIGN_OR_RETURN_ERRNO(abi::Termios t, mm.CopyInObj<abi::Termios>(addr));
-      // TCSETSW would wait for the master to read pending output; it is applied at once.
-      if (cmd == TCSETSF) p.ld.FlushInput();
-      p.ld.SetTermios(t);
-      // A mode change may make input readable (raw bytes, pushed lines).
-      p.replica_wq.Notify(kIn);
-      return uint64_t{0};
-    }
-    case TIOCGWINSZ:
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, p.winsize));
-      return uint64_t{0};
-    case TIOCSWINSZ: {
-      ASSIGN_OR_RETURN_ERRNO(abi::Winsize w, mm.CopyInObj<abi::Winsize>(addr));
-      if (memcmp(&w, &p.winsize, sizeof(w)) == 0) return uint64_t{0};
-      p.winsize = w;
-      p.SignalGroup(p.fg_pgrp, SIGWINCH);
-      return uint64_t{0};
-    }
-    case FIONREAD: {
-      int32_t n = static_cast<int32_t>(master_ ? p.ld.OutputAvailable() : p.ld.InputAvailable());
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, n));
-      return uint64_t{0};
-    }
-    case TIOCOUTQ: {
-      int32_t n = static_cast<int32_t>(master_ ? p.ld.InputAvailable() : p.ld.OutputAvailable());
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, n));
-      return uint64_t{0};
-    }
-    case TCFLSH:
-      if (arg == TCIFLUSH || arg == TCIOFLUSH) Flush(true);
-      if (arg == TCOFLUSH || arg == TCIOFLUSH) Flush(false);
-      if (arg > TCIOFLUSH) return Errno{EINVAL};
-      return uint64_t{0};
-    case TCSBRK:
-    case TCSBRKP:
-      return uint64_t{0};  // tcdrain / break: nothing to wait for
-    case TCXONC:
-      if (arg > TCION) return Errno{EINVAL};
-      return uint64_t{0};  // no IXON flow control is emulated
-    case TIOCGETD: {
-      int32_t n_tty = 0;
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, n_tty));
-      return uint64_t{0};
-    }
-    case TIOCSETD: {
-      ASSIGN_OR_RETURN_ERRNO(int32_t ldisc, mm.CopyInObj<int32_t>(addr));
-      if (ldisc != 0) return Errno{EINVAL};  // only N_TTY
-      return uint64_t{0};
-    }
-    case TIOCEXCL:
-    case TIOCNXCL:
-      p.exclusive = cmd == TIOCEXCL;
-      return uint64_t{0};
-    case TIOCSTI:
-      // Injecting input is how a sandboxed program would type into someone's shell.
-      return Errno{EPERM};
-    case TIOCGPGRP: {
-      if (!master_ && !controlling) return Errno{ENOTTY};
-      int32_t pg = p.fg_pgrp;
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, pg));
-      return uint64_t{0};
-    }
-    case TIOCGSID: {
-      if (!master_ && !controlling) return Errno{ENOTTY};
-      if (p.sid == 0) return Errno{ENOTTY};
-      int32_t sid = p.sid;
-      RETURN_IF_ERRNO(mm.CopyOutObj(addr, sid));
-      return uint64_t{0};
-    }
-    case TIOCSPGRP: {
-      if (!controlling) return Errno{ENOTTY};
-      ASSIGN_OR_RETURN_ERRNO(int32_t pgrp, mm.CopyInObj<int32_t>(addr));
-      if (pgrp < 0) return Errno{EINVAL};
-      bool found = false;
-      for (auto& g : task.kernel().ThreadGroups()) {
-        if (g->pgid != pgrp || g->zombie) continue;
-        if (g->sid != tg.sid) return Errno{EPERM};
-        found = true;
-      }
-      if (!found) return Errno{ESRCH};
-      p.fg_pgrp = pgrp;
-      return uint64_t{0};
-    }
-    case TIOCSCTTY: {
-      if (controlling && tg.sid == tg.pid()) return uint64_t{0};  // already ours
-      if (tg.sid != tg.pid()) return Errno{EPERM};                // not a session leader
-      if (auto dir = p.dir.lock(); dir && dir->ControllingPty(tg.sid)) return Errno{EPERM};
-      if (!readable() && !task.creds().IsRoot()) return Errno{EPERM};
-      if (p.sid != 0) {
-        // Stealing another session's terminal: arg 1 and privilege (Linux).
-        if (arg != 1 || !task.creds().IsRoot()) return Errno{EPERM};
-      }
-      p.sid = tg.sid;
-      p.fg_pgrp = tg.pgid;
-      return uint64_t{0};
-    }
-    case TIOCNOTTY: {
-      if (master_ || !controlling) return Errno{ENOTTY};
-      if (tg.sid == tg.pid()) {
-        // The session leader gives the terminal up: its foreground group hears SIGHUP
-        // and SIGCONT, as on Linux.
-        int32_t fg = p.fg_pgrp;
-        p.sid = 0;
-        p.fg_pgrp = 0;
-        p.SignalGroup(fg, SIGHUP);
-        p.SignalGroup(fg, SIGCONT);
-      }
-      return uint64_t{0};
-    }
-  }
-  return EndIoctl(task, cmd, arg);
-}
-
-}  // namespace
 
 // /dev/pts/N.
 class PtsNodeInode : public vfs::Inode {
