@@ -541,4 +541,3 @@ TEST_P(CompatTest, PythonPty) { ExpectSameAsNative({"/usr/bin/python3", "-c", kP
 
 }  // namespace
 }  // namespace usentry::testing
-
