@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/fsimpl/host_file.h"
+#include "sentry/fsimpl/procfs.h"
+#include "sentry/fsimpl/pty.h"
 #include "sentry/fsimpl/tmpfs.h"
 #include "sentry/fsimpl/tty.h"
 #include "sentry/kernel/kernel.h"
@@ -122,7 +124,16 @@ class DevCharInode : public DevInode {
   DevCharInode(std::shared_ptr<vfs::Filesystem> fs, vfs::Attr attr, Dev dev, Kernel* k,
                int host_tty_fd)
       : DevInode(std::move(fs), attr), dev_(dev), kernel_(k), host_tty_fd_(host_tty_fd) {}
+  // /dev/tty: the caller's controlling pty comes first.
+  void set_devpts(std::weak_ptr<Devpts> d) { devpts_ = std::move(d); }
   SysResult<std::shared_ptr<vfs::FileDescription>> Open(const vfs::Path& path, int flags) override {
+    if (dev_ == Dev::kTty) {
+      auto devpts = devpts_.lock();
+      Task* t = CurrentTask();
+      if (devpts && t != nullptr) {
+        if (auto f = devpts->OpenControlling(*t, path, flags)) return f;
+      }
+    }
     if (dev_ == Dev::kTty || dev_ == Dev::kPts0) {
       // No controlling terminal in the sandbox without a host one (Linux: ENXIO).
       if (kernel_ == nullptr || host_tty_fd_ < 0) return Errno{ENXIO};
@@ -136,6 +147,7 @@ class DevCharInode : public DevInode {
   Dev dev_;
   Kernel* kernel_;
   int host_tty_fd_;
+  std::weak_ptr<Devpts> devpts_;
 };
 
 class DevSymlinkInode : public DevInode {
@@ -198,10 +210,12 @@ std::shared_ptr<vfs::Inode> NewDevfsRoot(Kernel* kernel, int host_tty_fd, uint32
   const Node nodes[] = {{"null", Dev::kNull, 1, 3},       {"zero", Dev::kZero, 1, 5},
                         {"full", Dev::kFull, 1, 7},       {"random", Dev::kRandom, 1, 8},
                         {"urandom", Dev::kURandom, 1, 9}, {"tty", Dev::kTty, 5, 0}};
+  std::shared_ptr<DevCharInode> tty;
   for (const Node& n : nodes) {
-    root->Add(n.name, std::make_shared<DevCharInode>(
-                          fs, attr(S_IFCHR | 0666, LinuxMakedev(n.major, n.minor)), n.dev, kernel,
-                          host_tty_fd));
+    auto node = std::make_shared<DevCharInode>(
+        fs, attr(S_IFCHR | 0666, LinuxMakedev(n.major, n.minor)), n.dev, kernel, host_tty_fd);
+    if (n.dev == Dev::kTty) tty = node;
+    root->Add(n.name, node);
   }
   auto link = [&](const char* name, std::string target) {
     root->Add(name,
@@ -211,13 +225,19 @@ std::shared_ptr<vfs::Inode> NewDevfsRoot(Kernel* kernel, int host_tty_fd, uint32
   link("stdin", "/proc/self/fd/0");
   link("stdout", "/proc/self/fd/1");
   link("stderr", "/proc/self/fd/2");
-  auto pts = std::make_shared<DevDirInode>(fs, attr(S_IFDIR | 0755, 0));
+  std::shared_ptr<vfs::Inode> host_pts;
   if (host_tty_fd >= 0) {
     // Same identity as fstat of a host-tty stdio FD, so ttyname(3) resolves to it.
     vfs::Attr a = HostTtyAttr(uid, gid);
-    pts->Add("0", std::make_shared<DevCharInode>(fs, a, Dev::kPts0, kernel, host_tty_fd));
+    host_pts = std::make_shared<DevCharInode>(fs, a, Dev::kPts0, kernel, host_tty_fd);
   }
+  // /dev/pts: pseudo-terminal pairs made by opening /dev/ptmx (or /dev/pts/ptmx, the
+  // same node), beside the host terminal as pts/0.
+  vfs::Attr ptmx_attr = attr(S_IFCHR | 0666, LinuxMakedev(5, 2));
+  auto pts = Devpts::Create(fs, kernel, attr(S_IFDIR | 0755, 0), ptmx_attr, host_pts);
+  tty->set_devpts(pts);
   root->Add("pts", pts);
+  root->Add("ptmx", pts->ptmx());
   // Mountpoint of the sandbox's /dev/shm tmpfs (MountDevfs mounts it).
   root->Add("shm", std::make_shared<DevDirInode>(fs, attr(S_IFDIR | 01777, 0)));
   return root;

@@ -1,7 +1,8 @@
 // devfs: the synthetic /dev of the sandbox: null, zero, full, random, urandom, tty (the
-// host terminal, if usentry's stdio has one), pts/0 (the same terminal under its
-// ttyname), the fd/stdin/stdout/stderr symlinks into /proc/self/fd, and shm (a 64 MiB
-// tmpfs mounted by MountDevfs). Fixed directory; device nodes never block.
+// caller's controlling pty if its session has one, else the host terminal if usentry's
+// stdio has one), ptmx and pts/ (pseudo-terminals, pty.h; pts/0 is the host terminal
+// under its ttyname), the fd/stdin/stdout/stderr symlinks into /proc/self/fd, and shm (a
+// 64 MiB tmpfs mounted by MountDevfs). Fixed directory except pts/.
 #ifndef USENTRY_SENTRY_FSIMPL_DEVFS_H_
 #define USENTRY_SENTRY_FSIMPL_DEVFS_H_
 

@@ -99,7 +99,22 @@ TEST_F(DevfsTest, TtyWithoutHostTerminalIsEnxio) {
   auto pts = Node("pts");
   auto entries = pts->ReadDir();
   ASSERT_TRUE(entries.ok());
-  EXPECT_TRUE(entries->empty());
+  ASSERT_EQ(entries->size(), 1u);  // only ptmx: no host terminal, no pairs yet
+  EXPECT_EQ((*entries)[0].name, "ptmx");
+  EXPECT_EQ(pts->Lookup("0").error(), ENOENT);
+}
+
+TEST_F(DevfsTest, PtmxIsOneNodeInBothPlaces) {
+  auto ptmx = Node("ptmx");
+  auto in_pts = Node("pts")->Lookup("ptmx");
+  ASSERT_TRUE(in_pts.ok());
+  EXPECT_EQ(ptmx, *in_pts);
+  auto a = ptmx->Stat();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(major(a->rdev), 5u);
+  EXPECT_EQ(minor(a->rdev), 2u);
+  // Without a kernel no pair can be made.
+  EXPECT_EQ(ptmx->Open(vfs::Path{}, O_RDWR).error(), EIO);
 }
 
 TEST_F(DevfsTest, Symlinks) {
@@ -115,8 +130,8 @@ TEST_F(DevfsTest, ListingAndMissing) {
   ASSERT_TRUE(entries.ok());
   std::string names;
   for (const auto& e : *entries) names += e.name + ",";
-  EXPECT_EQ(names, "fd,full,null,pts,random,shm,stderr,stdin,stdout,tty,urandom,zero,");
-  EXPECT_EQ(root_->Lookup("ptmx").error(), ENOENT);
+  EXPECT_EQ(names, "fd,full,null,ptmx,pts,random,shm,stderr,stdin,stdout,tty,urandom,zero,");
+  EXPECT_EQ(root_->Lookup("ptmy").error(), ENOENT);
 }
 
 }  // namespace

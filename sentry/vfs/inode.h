@@ -138,6 +138,9 @@ class Inode : public std::enable_shared_from_this<Inode> {
                            uint32_t flags);
   // All entries except "." and "..", in a stable order.
   virtual SysResult<std::vector<DirEntry>> ReadDir();
+  // False for directories whose entries come and go behind the VFS's back (devpts):
+  // every walk step through them asks Lookup again instead of trusting the dentry cache.
+  virtual bool CachesChildren() { return true; }
 
   // --- symlinks (default EINVAL) ---
   virtual SysResult<std::string> Readlink();

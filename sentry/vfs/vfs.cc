@@ -93,11 +93,12 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
   }
   if (name.size() > kNameMax) return Errno{ENAMETOOLONG};
   std::string n(name);
-  std::shared_ptr<Dentry> child = dir.dentry->CachedChild(n);
+  const bool cached = di->CachesChildren();
+  std::shared_ptr<Dentry> child = cached ? dir.dentry->CachedChild(n) : nullptr;
   if (!child) {
     ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<Inode> inode, di->Lookup(name));
     child = dir.dentry->ChildFor(n, std::move(inode));
-    KeepRecent(*dir.mount, child);
+    if (cached) KeepRecent(*dir.mount, child);
   }
   return CrossMounts(Path{dir.mount, std::move(child)});
 }

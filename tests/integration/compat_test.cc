@@ -536,5 +536,51 @@ TEST_P(CompatTest, PythonSharedMemoryAndSqliteWal) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kSharedMappingScript, "@DIR@"});
 }
 
+// Pseudo-terminals from Python: pty.openpty (canonical echo, ONLCR, raw mode via tty),
+// pty.fork (the child is a session leader on its terminal; EIO once it is gone) and
+// ttyname of the replica.
+constexpr char kPtyScript[] = R"py(
+import os, pty, tty, termios, select, signal
+m, s = pty.openpty()
+print("isatty", os.isatty(s), os.ttyname(s).startswith("/dev/pts/"))
+os.write(m, b"hello\r")
+print("echo", os.read(m, 100))
+print("line", os.read(s, 100))
+os.write(s, b"out\n")
+print("onlcr", os.read(m, 100))
+tty.setraw(s)
+os.write(m, b"\x03raw\r")
+print("raw", os.read(s, 100))
+print("ready", select.select([m], [], [], 0)[0] == [])
+os.close(s)
+try:
+    os.read(m, 1)
+except OSError as e:
+    print("master after close", e.errno)
+os.close(m)
+pid, fd = pty.fork()
+if pid == 0:
+    try:
+        os.setsid()
+        print("setsid worked")
+    except OSError as e:
+        print("child setsid", e.errno, os.getsid(0) == os.getpid(), os.isatty(0))
+    print("pgrp", os.tcgetpgrp(0) == os.getpgrp())
+    os._exit(3)
+out = b""
+while True:
+    try:
+        data = os.read(fd, 100)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+print(out.decode().replace("\r\n", "|"))
+print("status", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+)py";
+
+TEST_P(CompatTest, PythonPty) { ExpectSameAsNative({"/usr/bin/python3", "-c", kPtyScript}); }
+
 }  // namespace
 }  // namespace usentry::testing
