@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# run_fuzz.sh USENTRY PLATFORM FUZZ_BINARY SEEDS ITERATIONS [BATCH [TIMEOUT]]: runs
-# syscall_fuzz under `usentry run --platform PLATFORM` once per seed (SEEDS: "1,2,3" or
-# "100-199") and fails when
+# run_fuzz.sh USENTRY PLATFORM FUZZ_BINARY SEEDS ITERATIONS [BATCH [TIMEOUT [ARGS...]]]:
+# runs syscall_fuzz under `usentry run --platform PLATFORM` once per seed (SEEDS: "1,2,3"
+# or "100-199"; ARGS go to the fuzzer, e.g. --threads 3) and fails when
 #   - usentry's exit code is not the fuzzer's own 0 (125 or "sentry crashed": the
 #     sentry died; 3: a batch survived SIGKILL, i.e. the sentry stopped serving it),
 #   - a run outlives TIMEOUT seconds (default 120): the sentry hung,
@@ -12,6 +12,7 @@
 set -uo pipefail
 usentry=$(realpath "$1") platform=$2 fuzz=$(realpath "$3") seeds=$4 iterations=$5
 batch=${6:-200} timeout=${7:-120}
+extra=("${@:8}")
 fuzzdir=$(dirname "$fuzz")
 env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
   LANG=C.UTF-8)
@@ -49,7 +50,8 @@ for seed in $(expand_seeds "$seeds"); do
   t0=$SECONDS
   (cd / && timeout -k 10 "$timeout" "${env[@]}" "$usentry" run --platform "$platform" \
     --mount "$fuzzdir:/fuzz:ro" -- /fuzz/$(basename "$fuzz") --seed "$seed" \
-    --iterations "$iterations" --batch "$batch" --canary "$canary") >"$out" 2>"$err"
+    --iterations "$iterations" --batch "$batch" --canary "$canary" "${extra[@]}") >"$out" \
+    2>"$err"
   rc=$?
   summary=$(grep '^summary:' "$out")
   bad=""
@@ -70,7 +72,8 @@ for seed in $(expand_seeds "$seeds"); do
     status=1
     echo "FAIL $platform seed $seed: $bad"
     echo "  reproduce: usentry run --platform $platform --mount $fuzzdir:/fuzz:ro --" \
-      "/fuzz/$(basename "$fuzz") --seed $seed --iterations $iterations --batch $batch"
+      "/fuzz/$(basename "$fuzz") --seed $seed --iterations $iterations --batch $batch" \
+      "${extra[*]}"
     echo "--- last batches ---"
     tail -8 "$out"
     echo "--- stderr ---"

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,7 +44,7 @@
 // ---------------------------------------------------------------------------------
 // PRNG: splitmix64 seeds a xorshift64* stream; one stream per (seed, batch).
 
-static uint64_t rng_state;
+static __thread uint64_t rng_state;  // per thread: each fuzzing thread has its own stream
 
 static uint64_t SplitMix(uint64_t* x) {
   uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
@@ -73,11 +74,12 @@ struct Options {
   uint64_t batch;
   int timeout;  // seconds per batch before the parent kills it
   int verbose;
+  int threads;         // fuzzing threads per batch; more than 1 trades replayability for races
   int64_t only_batch;  // -1: all
   const char* canary;  // a host path the run must not change; used in path arguments
 };
 
-static struct Options opt = {1, 2000, 200, 5, 0, -1, NULL};
+static struct Options opt = {1, 2000, 200, 5, 0, 1, -1, NULL};
 
 // The child records the call it is about to make here (a MAP_SHARED page), so the
 // parent can name the last call of a batch that died or hung.
@@ -423,12 +425,12 @@ static void SetUpPool(void) {
   AddFd((int)syscall(SYS_pidfd_open, self_pid, 0));
 }
 
-static void LogCall(uint64_t index, long nr, const uint64_t a[6]) {
+static void LogCall(int thread, uint64_t index, long nr, const uint64_t a[6]) {
   char line[256];
   int n = snprintf(line, sizeof(line),
-                   "seed=%llu batch=%llu call=%llu nr=%ld args=%#llx %#llx %#llx %#llx %#llx "
-                   "%#llx\n",
-                   (unsigned long long)opt.seed, (unsigned long long)last->batch,
+                   "seed=%llu batch=%llu thread=%d call=%llu nr=%ld args=%#llx %#llx %#llx %#llx "
+                   "%#llx %#llx\n",
+                   (unsigned long long)opt.seed, (unsigned long long)last->batch, thread,
                    (unsigned long long)index, nr, (unsigned long long)a[0],
                    (unsigned long long)a[1], (unsigned long long)a[2], (unsigned long long)a[3],
                    (unsigned long long)a[4], (unsigned long long)a[5]);
@@ -453,6 +455,43 @@ static int MayDisarm(long nr) {
          nr == SYS_rt_sigprocmask || nr == SYS_sigaltstack;
 }
 
+// Issues `calls` random syscalls. Thread 0 records each call for the parent.
+static void FuzzLoop(int thread, uint64_t calls) {
+  for (uint64_t i = 0; i < calls; i++) {
+    long nr = RandomNr();
+    uint64_t a[6];
+    for (int k = 0; k < 6; k++) a[k] = RandomArg(0);
+    if (Chance(40) && npool > 0) a[0] = (uint64_t)pool_fds[Below(npool)];
+    Sanitize(nr, a);
+    if (thread == 0) {
+      last->index = i;
+      last->nr = nr;
+      for (int k = 0; k < 6; k++) last->args[k] = a[k];
+      last->calls = i + 1;
+    }
+    if (opt.verbose) LogCall(thread, i, nr, a);
+    if (IsForkLike(nr)) {
+      ForkLike(nr, a);
+    } else {
+      syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    }
+    if (MayDisarm(nr)) ArmInterrupts();
+  }
+}
+
+struct ThreadStart {
+  int thread;
+  uint64_t seed;
+  uint64_t calls;
+};
+
+static void* FuzzThread(void* p) {
+  struct ThreadStart* start = p;
+  rng_state = start->seed | 1;
+  FuzzLoop(start->thread, start->calls);
+  return NULL;  // the batch ends when thread 0 is done (exit_group kills the others)
+}
+
 static void RunBatch(uint64_t calls) {
   self_pid = getpid();
   setpgid(0, 0);
@@ -470,24 +509,16 @@ static void RunBatch(uint64_t calls) {
   if (chdir("/tmp") != 0) _exit(122);
 
   SetUpPool();
-  for (uint64_t i = 0; i < calls; i++) {
-    long nr = RandomNr();
-    uint64_t a[6];
-    for (int k = 0; k < 6; k++) a[k] = RandomArg(0);
-    if (Chance(40) && npool > 0) a[0] = (uint64_t)pool_fds[Below(npool)];
-    Sanitize(nr, a);
-    last->index = i;
-    last->nr = nr;
-    for (int k = 0; k < 6; k++) last->args[k] = a[k];
-    last->calls = i + 1;
-    if (opt.verbose) LogCall(i, nr, a);
-    if (IsForkLike(nr)) {
-      ForkLike(nr, a);
-    } else {
-      syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-    }
-    if (MayDisarm(nr)) ArmInterrupts();
+  static struct ThreadStart starts[16];
+  for (int t = 1; t < opt.threads && t < 16; t++) {
+    starts[t] = (struct ThreadStart){t, Rand(), calls};
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_create(&th, &attr, FuzzThread, &starts[t]);
   }
+  FuzzLoop(0, calls);
   _exit(0);
 }
 
@@ -574,7 +605,7 @@ static int InsideUsentry(void) {
 static void Usage(void) {
   fprintf(stderr,
           "usage: syscall_fuzz [--seed N] [--iterations N] [--batch N] [--timeout SEC]\n"
-          "                    [--only-batch B] [--verbose] [--canary PATH]\n"
+          "                    [--threads N] [--only-batch B] [--verbose] [--canary PATH]\n"
           "Runs only inside usentry: `usentry run --mount DIR:/fuzz:ro -- /fuzz/syscall_fuzz`.\n");
   exit(2);
 }
@@ -599,13 +630,15 @@ int main(int argc, char** argv) {
       opt.timeout = atoi(v);
     } else if (strcmp(a, "--only-batch") == 0) {
       opt.only_batch = strtoll(v, NULL, 0);
+    } else if (strcmp(a, "--threads") == 0) {
+      opt.threads = atoi(v);
     } else if (strcmp(a, "--canary") == 0) {
       opt.canary = v;
     } else {
       Usage();
     }
   }
-  if (opt.batch == 0 || opt.timeout <= 0) Usage();
+  if (opt.batch == 0 || opt.timeout <= 0 || opt.threads < 1 || opt.threads > 16) Usage();
   if (!InsideUsentry()) {
     fprintf(stderr,
             "syscall_fuzz: refusing to run: uname() does not report usentry. Natively this\n"
@@ -672,8 +705,11 @@ int main(int argc, char** argv) {
   // the sandbox when this process, its init, exits.
   while (waitpid(-1, NULL, WNOHANG) > 0) {
   }
-  printf("summary: seed=%llu batches=%llu calls=%llu exited=%llu signaled=%llu timeouts=%llu\n",
-         (unsigned long long)opt.seed, (unsigned long long)ran, (unsigned long long)total_calls,
-         (unsigned long long)clean, (unsigned long long)killed, (unsigned long long)timeouts);
+  printf(
+      "summary: seed=%llu threads=%d batches=%llu calls=%llu exited=%llu signaled=%llu "
+      "timeouts=%llu\n",
+      (unsigned long long)opt.seed, opt.threads, (unsigned long long)ran,
+      (unsigned long long)total_calls, (unsigned long long)clean, (unsigned long long)killed,
+      (unsigned long long)timeouts);
   return 0;
 }
