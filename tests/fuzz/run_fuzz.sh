@@ -53,7 +53,8 @@ for seed in $(expand_seeds "$seeds"); do
     --iterations "$iterations" --batch "$batch" --canary "$canary" "${extra[@]}") >"$out" \
     2>"$err"
   rc=$?
-  summary=$(grep '^summary:' "$out")
+  # The batches write random bytes to stdout too, so the line may not start clean.
+  summary=$(grep -ao 'summary: seed=.*' "$out" | tail -1)
   bad=""
   if ((rc == 124 || rc == 137)); then
     bad="usentry did not finish within ${timeout}s (sentry hung)"
@@ -75,7 +76,7 @@ for seed in $(expand_seeds "$seeds"); do
       "/fuzz/$(basename "$fuzz") --seed $seed --iterations $iterations --batch $batch" \
       "${extra[*]}"
     echo "--- last batches ---"
-    tail -8 "$out"
+    tail -8 "$out" | cat -v | cut -c1-300
     echo "--- stderr ---"
     tail -20 "$err"
   fi

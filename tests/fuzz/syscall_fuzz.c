@@ -14,9 +14,13 @@
 // DANGER: run natively, this program would issue random syscalls against the real
 // kernel as the invoking user (unlink, rename, kill, chmod, ... with real paths). It
 // refuses to run unless uname() reports the usentry sentry's kernel version.
+#include <asm/prctl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/fs.h>
+#include <linux/futex.h>
+#include <linux/mman.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -25,11 +29,16 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -203,7 +212,7 @@ static const uint64_t kHuge[] = {
 
 // One argument from the adversarial classes.
 static uint64_t RandomArg(int depth) {
-  switch (Below(18)) {
+  switch (Below(20)) {
     case 0:
       return 0;
     case 1:
@@ -255,6 +264,100 @@ static uint64_t RandomArg(int depth) {
     }
     case 16:
       return (uint64_t) - (int64_t)Below(4097);  // small negatives (-errno shaped)
+    case 17:
+    case 18: {  // constants real programs pass, so that calls get past flag validation
+      static const uint64_t common[] = {
+          O_RDWR | O_CREAT,
+          O_RDONLY | O_DIRECTORY,
+          O_WRONLY | O_TRUNC | O_APPEND,
+          O_CLOEXEC,
+          O_NONBLOCK,
+          O_PATH,
+          O_TMPFILE | O_RDWR,
+          PROT_READ | PROT_WRITE,
+          PROT_EXEC,
+          MAP_PRIVATE | MAP_ANONYMOUS,
+          MAP_SHARED,
+          MAP_SHARED | MAP_ANONYMOUS,
+          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+          MAP_GROWSDOWN | MAP_PRIVATE | MAP_ANONYMOUS,
+          AF_UNIX,
+          AF_INET,
+          AF_INET6,
+          AF_NETLINK,
+          SOCK_STREAM,
+          SOCK_DGRAM,
+          SOCK_SEQPACKET,
+          SOCK_RAW,
+          MSG_DONTWAIT,
+          MSG_PEEK,
+          MSG_WAITALL,
+          F_GETFL,
+          F_SETFL,
+          F_DUPFD_CLOEXEC,
+          F_SETLK,
+          F_OFD_SETLKW,
+          F_SETPIPE_SZ,
+          F_ADD_SEALS,
+          F_SETOWN,
+          F_GETLK,
+          EPOLL_CTL_ADD,
+          EPOLL_CTL_MOD,
+          EPOLLIN | EPOLLET | EPOLLONESHOT,
+          SIG_BLOCK,
+          SIG_SETMASK,
+          WNOHANG,
+          __WALL,
+          AT_EMPTY_PATH,
+          AT_SYMLINK_NOFOLLOW,
+          AT_REMOVEDIR,
+          (uint64_t)AT_FDCWD,
+          CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD,
+          CLONE_VFORK | CLONE_VM,
+          CLONE_PIDFD,
+          CLONE_NEWUSER,
+          CLONE_NEWNS,
+          SEEK_DATA,
+          SEEK_HOLE,
+          SEEK_END,
+          FUTEX_WAIT_PRIVATE,
+          FUTEX_WAKE,
+          FUTEX_REQUEUE,
+          FUTEX_CMP_REQUEUE_PI,
+          FUTEX_LOCK_PI,
+          CLOCK_MONOTONIC,
+          CLOCK_REALTIME,
+          CLOCK_BOOTTIME_ALARM,
+          TFD_TIMER_ABSTIME,
+          SPLICE_F_MOVE,
+          PR_SET_NAME,
+          PR_SET_PDEATHSIG,
+          PR_SET_NO_NEW_PRIVS,
+          PR_SET_SECCOMP,
+          ARCH_SET_FS,
+          RLIMIT_NOFILE,
+          RLIMIT_STACK,
+          RLIMIT_AS,
+          ITIMER_REAL,
+          P_ALL,
+          P_PIDFD,
+          MADV_DONTNEED,
+          MADV_FREE,
+          MFD_ALLOW_SEALING,
+          EFD_SEMAPHORE,
+          IPC_PRIVATE,
+          IPC_RMID,
+          SHUT_RDWR,
+          SOL_SOCKET,
+          SO_RCVBUF,
+          SO_PEERCRED,
+          SCM_RIGHTS,
+          FIONREAD,
+          TCGETS,
+          FICLONE,
+      };
+      return common[Below(sizeof(common) / sizeof(common[0]))];
+    }
     default:
       return Rand();
   }
@@ -706,7 +809,7 @@ int main(int argc, char** argv) {
   while (waitpid(-1, NULL, WNOHANG) > 0) {
   }
   printf(
-      "summary: seed=%llu threads=%d batches=%llu calls=%llu exited=%llu signaled=%llu "
+      "\nsummary: seed=%llu threads=%d batches=%llu calls=%llu exited=%llu signaled=%llu "
       "timeouts=%llu\n",
       (unsigned long long)opt.seed, opt.threads, (unsigned long long)ran,
       (unsigned long long)total_calls, (unsigned long long)clean, (unsigned long long)killed,
