@@ -65,6 +65,9 @@ for seed in $(expand_seeds "$seeds"); do
   elif ((rc != 0)) || [[ -z $summary ]]; then
     bad="the fuzzer exited $rc without a summary"
   fi
+  # What the sentry reported on stderr (killed tasks, internal errors): not a failure,
+  # but worth reading; numbers folded so that the same message counts once.
+  grep -a '^usentry:' "$err" | sed -E 's/[0-9]+/N/g' >>"$logdir/messages"
   calls=$(sed -nE 's/.* calls=([0-9]+).*/\1/p' <<<"$summary")
   batches=$(sed -nE 's/.* batches=([0-9]+).*/\1/p' <<<"$summary")
   total_calls=$((total_calls + ${calls:-0})) total_batches=$((total_batches + ${batches:-0}))
@@ -91,6 +94,10 @@ if [[ $(snapshot "$fuzzdir") != "$fuzzdir_before" ]]; then
   status=1
   echo "FAIL: the read-only mounted $fuzzdir changed:"
   diff <(echo "$fuzzdir_before") <(snapshot "$fuzzdir")
+fi
+if [[ -s $logdir/messages ]]; then
+  echo "sentry messages (count, text):"
+  sort "$logdir/messages" | uniq -c | sort -rn | head -20
 fi
 echo "$platform: $total_batches batches, $total_calls syscalls in $((SECONDS - start))s"
 exit $status

@@ -23,6 +23,7 @@
 #include <linux/mman.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +40,11 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define PAGE 4096UL
@@ -104,12 +107,13 @@ static volatile struct LastCall* last;
 // ---------------------------------------------------------------------------------
 // The child's resource pool.
 
-#define MAX_FDS 32
+#define MAX_FDS 48
 static int pool_fds[MAX_FDS];
 static int npool;
 static char* buf;      // BUF_PAGES read-write pages followed by a PROT_NONE guard page
 static char* ro_page;  // one read-only page
 static pid_t self_pid, parent_pid;
+static pid_t child_pids[2];  // a sleeping child and a zombie, targets for wait/kill/ptrace
 
 static void AddFd(int fd) {
   if (fd >= 0 && npool < MAX_FDS) pool_fds[npool++] = fd;
@@ -260,6 +264,7 @@ static uint64_t RandomArg(int depth) {
       return Chance(50) ? Below(PAGE * 2) : PAGE * Below(BUF_PAGES + 2);
     case 15: {  // pids and signals
       static const int64_t ids[] = {0, 1, 2, -1, 99999, 65, 64, 32, 9, 19};
+      if (Chance(30)) return (uint64_t)child_pids[Below(2)];
       return Chance(40) ? (uint64_t)self_pid : (uint64_t)ids[Below(sizeof(ids) / sizeof(ids[0]))];
     }
     case 16:
@@ -468,14 +473,44 @@ static const char* SigName(int sig) {
 
 static void OnAlarm(int sig) { (void)sig; }
 
+// The handler's own PRNG stream, so that signals arriving at timing-dependent moments
+// do not shift the stream the calls are drawn from.
+static __thread uint64_t handler_rng;
+
 // Catches the signals the fuzzed calls send (kill(self, random)), so that they exercise
 // delivery without ending the batch. A real fault re-raises with the default action.
+// Now and then the handler scribbles on its signal frame (registers, the FPU/XSAVE area
+// and its header, the fpstate pointer) before returning: rt_sigreturn must restore such
+// a frame, or kill the app, without harming the sentry.
 static void OnSignal(int sig, siginfo_t* info, void* uc) {
-  (void)uc;
   if (info->si_code > 0 &&
       (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP)) {
     signal(sig, SIG_DFL);
+    return;
   }
+  uint64_t saved = rng_state;
+  rng_state = handler_rng | 1;
+  if (Chance(5)) {
+    ucontext_t* u = uc;
+    uint8_t* fp = (uint8_t*)u->uc_mcontext.fpregs;
+    uint64_t value = RandomArg(2);
+    switch (Below(4)) {
+      case 0:
+        u->uc_mcontext.gregs[Below(NGREG)] = value;
+        break;
+      case 1:  // legacy FXSAVE area, the XSAVE header or the software-reserved bytes
+        if (fp != NULL) memcpy(fp + (Below(1024 - 8) & ~7UL), &value, 8);
+        break;
+      case 2:
+        if (fp != NULL) fp[Below(1024)] = (uint8_t)value;
+        break;
+      default:
+        u->uc_mcontext.fpregs = (void*)(uintptr_t)value;
+        break;
+    }
+  }
+  handler_rng = Rand();
+  rng_state = saved;
 }
 
 static void SetUpPool(void) {
@@ -526,6 +561,35 @@ static void SetUpPool(void) {
   AddFd(m);
   AddFd((int)syscall(SYS_timerfd_create, CLOCK_MONOTONIC, O_NONBLOCK));
   AddFd((int)syscall(SYS_pidfd_open, self_pid, 0));
+  sigset_t usr;
+  sigemptyset(&usr);
+  sigaddset(&usr, SIGUSR1);
+  AddFd((int)syscall(SYS_signalfd4, -1, &usr, 8, O_NONBLOCK));
+  AddFd((int)syscall(SYS_inotify_init1, O_NONBLOCK));
+  AddFd(open("/proc/self", O_RDONLY | O_DIRECTORY));
+  AddFd(open("/dev/ptmx", O_RDWR | O_NOCTTY));
+  // A listening AF_UNIX socket (abstract name) with one connection queued.
+  int l = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "fz%d", self_pid);
+  socklen_t alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
+  if (l >= 0 && bind(l, (struct sockaddr*)&addr, alen) == 0 && listen(l, 4) == 0) {
+    int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (c >= 0) connect(c, (struct sockaddr*)&addr, alen);
+    AddFd(c);
+  }
+  AddFd(l);
+  // Children to wait for, signal and open: one sleeping, one already a zombie.
+  pid_t sleeper = fork();
+  if (sleeper == 0) {
+    for (;;) pause();
+  }
+  pid_t zombie = fork();
+  if (zombie == 0) _exit(7);
+  if (sleeper > 0) AddFd((int)syscall(SYS_pidfd_open, sleeper, 0));
+  if (zombie > 0) AddFd((int)syscall(SYS_pidfd_open, zombie, 0));
+  child_pids[0] = sleeper;
+  child_pids[1] = zombie;
 }
 
 static void LogCall(int thread, uint64_t index, long nr, const uint64_t a[6]) {
@@ -560,6 +624,7 @@ static int MayDisarm(long nr) {
 
 // Issues `calls` random syscalls. Thread 0 records each call for the parent.
 static void FuzzLoop(int thread, uint64_t calls) {
+  handler_rng = Rand();
   for (uint64_t i = 0; i < calls; i++) {
     long nr = RandomNr();
     uint64_t a[6];
