@@ -76,16 +76,11 @@ SyscallResult SysMlockall(Task& t, const SyscallArgs& a) {
 
 SyscallResult SysMunlockall(Task&, const SyscallArgs&) { return 0; }
 
-// mincore(addr, len, vec): one byte per page, bit 0 = the memory file holds the page.
-SyscallResult SysMincore(Task& t, const SyscallArgs& a) {
-  const uint64_t start = a.u64(0);
-  const uint64_t len = a.u64(1);
-  if (start & (mm::kPageSize - 1)) return Errno{EINVAL};
-  if (len > t.mm().max_user() || start > t.mm().max_user() - len) return Errno{ENOMEM};
-  const uint64_t end = (start + len + mm::kPageSize - 1) & ~(mm::kPageSize - 1);
-  const uint64_t pages = (end - start) / mm::kPageSize;
-  if (pages == 0) return 0;
-  std::vector<uint8_t> vec(pages, 0);
+namespace {
+
+// Fills vec[0, (end - start) / page) for the page-aligned [start, end); ENOMEM at the
+// first unmapped page.
+SysStatus MincoreRange(Task& t, uint64_t start, uint64_t end, uint8_t* vec) {
   const auto& vmas = t.mm().vmas();
   for (uint64_t addr = start; addr < end;) {
     auto it = vmas.upper_bound(addr);
@@ -111,7 +106,30 @@ SyscallResult SysMincore(Task& t, const SyscallArgs& a) {
     }
     addr = stop;
   }
-  RETURN_IF_ERRNO(t.mm().CopyOut(a.ptr(2), vec.data(), vec.size()));
+  return {};
+}
+
+}  // namespace
+
+// mincore(addr, len, vec): one byte per page, bit 0 = the memory file holds the page.
+// Works through the range a bounded chunk at a time, as Linux does: the length is the
+// app's, and a vector sized by it would let one call exhaust the sentry's memory.
+SyscallResult SysMincore(Task& t, const SyscallArgs& a) {
+  constexpr uint64_t kChunkPages = 16384;
+  const uint64_t start = a.u64(0);
+  const uint64_t len = a.u64(1);
+  if (start & (mm::kPageSize - 1)) return Errno{EINVAL};
+  if (len > t.mm().max_user() || start > t.mm().max_user() - len) return Errno{ENOMEM};
+  const uint64_t end = (start + len + mm::kPageSize - 1) & ~(mm::kPageSize - 1);
+  std::vector<uint8_t> vec;
+  for (uint64_t chunk = start; chunk < end;) {
+    const uint64_t chunk_end = std::min(end, chunk + kChunkPages * mm::kPageSize);
+    vec.assign((chunk_end - chunk) / mm::kPageSize, 0);
+    RETURN_IF_ERRNO(MincoreRange(t, chunk, chunk_end, vec.data()));
+    RETURN_IF_ERRNO(
+        t.mm().CopyOut(a.ptr(2) + (chunk - start) / mm::kPageSize, vec.data(), vec.size()));
+    chunk = chunk_end;
+  }
   return 0;
 }
 
