@@ -87,7 +87,9 @@ nlohmann::json LimitMonitor::HitCounts() const {
 uint64_t LimitMonitor::ResidentBytes() const {
   struct stat st {};
   if (fstat(k_.memory_file().fd(), &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_blocks) * 512;
+  const uint64_t bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+  peak_memory_ = std::max(peak_memory_, bytes);
+  return bytes;
 }
 
 bool LimitMonitor::MemoryMayGrow(const Task& t, uint64_t len, absl::string_view what) {
@@ -130,7 +132,6 @@ absl::Duration LimitMonitor::AppCpuTime() const {
 void LimitMonitor::Sample() {
   const policy::Limits& l = k_.options().limits;
   uint64_t resident = ResidentBytes();
-  if (resident > peak_memory_) peak_memory_ = resident;
   if (l.memory_bytes != 0 && resident > l.memory_bytes) KillForMemory(resident);
   if (l.cpu_time != absl::ZeroDuration() && !cpu_exceeded_ && AppCpuTime() > l.cpu_time) {
     cpu_exceeded_ = true;

@@ -49,7 +49,8 @@ class LimitMonitor {
   nlohmann::json HitCounts() const;
 
   // --- memory ---
-  // Bytes of app memory resident now (allocated pages of the memory file).
+  // Bytes of app memory resident now (allocated pages of the memory file). Every call
+  // also updates the peak (so short runs that end between samples have one).
   uint64_t ResidentBytes() const;
   uint64_t peak_memory_bytes() const { return peak_memory_; }
   // Whether `len` more bytes of accountable memory can ever fit under --memory; on
@@ -78,7 +79,7 @@ class LimitMonitor {
   Kernel& k_;
   std::shared_ptr<Timer> watchdog_;
   std::map<std::string, uint64_t> hits_;
-  uint64_t peak_memory_ = 0;
+  mutable uint64_t peak_memory_ = 0;
   int oom_victim_ = 0;  // PID being killed for memory, until it is gone
   absl::Duration app_time_;
   bool cpu_exceeded_ = false;

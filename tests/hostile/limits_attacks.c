@@ -165,6 +165,7 @@ static int DiskFill(void) {
     if (total > (1ll << 30)) break;
   }
   printf("written=%lld\n", total);
+  close(fd);
   Report("unlink", unlink("/tmp/fill"));
   // Space comes back once the file is gone.
   Report("write_after", write(open("/tmp/small", O_WRONLY | O_CREAT, 0644), buf, 4096));
