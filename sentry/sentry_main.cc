@@ -23,6 +23,7 @@
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/fsimpl/sandbox_vfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_clone.h"
 #include "sentry/kernel/thread_group.h"
@@ -45,12 +46,18 @@ constexpr int kExitTimeout = 124;  // as timeout(1)
 // Address space reserved for app memory (sparse: only touched pages cost anything).
 constexpr uint64_t kMemoryFileCapacity = 1ull << 40;
 
-void DefaultLimits(ThreadGroup& tg) {
+// The first process's resource limits. Those the policy sets (docs/limits.md) are also
+// ceilings no process may raise (sys_info.cc): --max-fds, --max-tasks, --max-file-size.
+void DefaultLimits(ThreadGroup& tg, const policy::Limits& limits) {
   for (rlimit& r : tg.rlimits) r = {RLIM_INFINITY, RLIM_INFINITY};
   tg.rlimits[RLIMIT_STACK] = {8 << 20, RLIM_INFINITY};
-  tg.rlimits[RLIMIT_NOFILE] = {vfs::FdTable::kDefaultLimit, vfs::FdTable::kMaxLimit};
+  tg.rlimits[RLIMIT_NOFILE] = {std::min<rlim_t>(vfs::FdTable::kDefaultLimit, limits.max_fds),
+                               limits.max_fds};
   tg.rlimits[RLIMIT_CORE] = {0, RLIM_INFINITY};
-  tg.rlimits[RLIMIT_NPROC] = {4096, 4096};
+  tg.rlimits[RLIMIT_NPROC] = {limits.max_tasks, limits.max_tasks};
+  if (limits.max_file_size != 0) {
+    tg.rlimits[RLIMIT_FSIZE] = {limits.max_file_size, limits.max_file_size};
+  }
   tg.rlimits[RLIMIT_MEMLOCK] = {8 << 20, 8 << 20};
   tg.rlimits[RLIMIT_SIGPENDING] = {4096, 4096};
   tg.rlimits[RLIMIT_MSGQUEUE] = {819200, 819200};
@@ -171,6 +178,22 @@ policy::ExecRules ResolveExecRules(vfs::Vfs& vfs, const policy::ExecRules& rules
   return out;
 }
 
+// --disk ran out (the writable layer's budget refused a write, which fails with ENOSPC):
+// a rate-limited "limit" record and, with --explain, a line saying why.
+void ReportDiskFull(uint64_t limit, uint64_t wanted) {
+  Task* t = fsimpl::CurrentTask();
+  if (t == nullptr) return;
+  const int pid = t->thread_group().pid();
+  if (!t->kernel().limits().Hit("disk", limit, pid,
+                                absl::StrCat("write needing ", wanted,
+                                             " bytes of the writable layer failed with ENOSPC"))) {
+    return;
+  }
+  t->kernel().audit().Denied(pid, "write", "(writable layer)", ENOSPC,
+                             absl::StrCat("the writable layer is full (", limit, " bytes)"),
+                             "limits.disk");
+}
+
 // The run_start audit record: who runs what under which policy, and which defense
 // layers are in force on this host.
 void EmitRunStart(const SentryConfig& cfg, Kernel& k) {
@@ -195,11 +218,16 @@ void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how)
   rusage self{};
   getrusage(RUSAGE_SELF, &self);
   auto ms = [](const timeval& tv) { return tv.tv_sec * 1000 + tv.tv_usec / 1000; };
-  k.audit().Emit(audit::kRunEnd, {{"exit_code", exit_code},
-                                  {"how", how},
-                                  {"wall_ms", absl::ToInt64Milliseconds(absl::Now() - start)},
-                                  {"sentry_cpu_ms", ms(self.ru_utime) + ms(self.ru_stime)},
-                                  {"syscalls", k.SyscallCounts()}});
+  k.audit().Emit(
+      audit::kRunEnd,
+      {{"exit_code", exit_code},
+       {"how", how},
+       {"wall_ms", absl::ToInt64Milliseconds(absl::Now() - start)},
+       {"sentry_cpu_ms", ms(self.ru_utime) + ms(self.ru_stime)},
+       {"cpu_ms", absl::ToInt64Milliseconds(k.limits().AppCpuTime())},
+       {"peak_memory_bytes", std::max(k.limits().peak_memory_bytes(), k.limits().ResidentBytes())},
+       {"limit_hits", k.limits().HitCounts()},
+       {"syscalls", k.SyscallCounts()}});
 }
 
 // Waits for the init process to exit; at the --timeout deadline kills every process
@@ -240,6 +268,14 @@ absl::StatusOr<SentryHost> PrepareSentry(const SentryConfig& cfg) {
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
   };
   SentryHost host;
+  // App FDs backed by host FDs (host files, inet sockets) are the sentry's own: take the
+  // whole hard limit, so that many processes each at --max-fds do not exhaust the
+  // sentry before them (docs/limits.md).
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   auto mf = mm::MemoryFile::Create(kMemoryFileCapacity);
   if (!mf.ok()) return prefixed("memory file", mf.status());
   host.memory_file = std::move(mf).value();
@@ -277,6 +313,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   vcfg.workdir = cfg.workdir;
   vcfg.tmpfs_limit_bytes = cfg.tmpfs_limit_bytes;
   vcfg.memory_file = host.memory_file.get();
+  vcfg.on_disk_full = ReportDiskFull;
   auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg);
   if (!vfs.ok()) return fail("filesystem", vfs.status());
 
@@ -308,7 +345,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
     int32_t pid = k.AllocatePid();
     auto tg = std::make_shared<ThreadGroup>(pid);
     tg->pgid = tg->sid = pid;
-    DefaultLimits(*tg);
+    DefaultLimits(*tg, cfg.limits);
     auto* task = new Task(&k, tg, pid);
     task->creds() = opts.initial_creds;
     vfs::Path root = k.vfs().root();
@@ -319,6 +356,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
     auto cwd = k.vfs().Resolve(rc, cfg.workdir, true);
     task->set_fs(std::make_shared<vfs::FsContext>(root, cwd.ok() ? *cwd : root));
     auto fds = std::make_shared<vfs::FdTable>();
+    fds->set_limit(tg->rlimits[RLIMIT_NOFILE].rlim_cur);
     for (int i = 0; i < 3; i++) {
       int flags = i == 0 ? O_RDONLY : O_WRONLY;
       (void)fds->Install(fsimpl::NewHostFile(k, cfg.stdio_fds[i], flags), false, i);
@@ -344,15 +382,20 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
     k.RegisterThreadGroup(tg);
     k.RegisterTask(task);
     k.StartTask(task);
+    k.limits().Start();
     bool timed_out = WaitForInitOrTimeout(k, start, cfg.limits.timeout);
     // Every other process was killed with init; let their threads finish (bounded).
     absl::Time give_up = absl::Now() + absl::Seconds(10);
     while (k.running_threads > 0 && absl::Now() < give_up) {
       k.threads_cv.WaitWithDeadline(&k.mu, give_up);
     }
-    exit_code = timed_out ? kExitTimeout : ExitCodeOf(k.init_wait_status);
+    const bool cpu_killed = k.limits().cpu_time_exceeded();
+    exit_code = timed_out    ? kExitTimeout
+                : cpu_killed ? kExitCpuTime
+                             : ExitCodeOf(k.init_wait_status);
     EmitRunEnd(k, start, exit_code,
                timed_out                         ? "timeout"
+               : cpu_killed                      ? "cpu_time"
                : WIFSIGNALED(k.init_wait_status) ? "signaled"
                                                  : "exited");
     if (k.running_threads > 0) {

@@ -15,6 +15,7 @@
 #include "sentry/fsimpl/procfs_nodes.h"
 #include "sentry/fsimpl/procfs_pid.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -26,8 +27,8 @@ using InodePtr = std::shared_ptr<vfs::Inode>;
 
 thread_local Task* current_task = nullptr;
 
-// MemTotal shown to the app. The sandbox has no memory cap of its own yet; 8 GiB keeps
-// programs that size caches from meminfo modest.
+// MemTotal shown to the app when --memory is "none": 8 GiB keeps programs that size
+// caches from meminfo modest.
 constexpr uint64_t kMemTotalKb = 8ull << 20;
 
 ProcContent Fixed(std::string s) {
@@ -116,17 +117,11 @@ std::shared_ptr<vfs::Inode> NewProcfsRoot(Kernel& k) {
                  })},
       {"meminfo", f("meminfo",
                     [kp]() -> SysResult<std::string> {
-                      // Used: what the app has mapped, summed over address spaces.
-                      std::map<const mm::MemoryManager*, uint64_t> seen;
-                      for (const auto& [tid, t] : kp->tasks()) {
-                        if (!t->mm_ptr() || seen.count(t->mm_ptr().get())) continue;
-                        uint64_t b = 0;
-                        for (const auto& [s, v] : t->mm().vmas()) b += v.end - v.start;
-                        seen[t->mm_ptr().get()] = b;
-                      }
-                      uint64_t used = 0;
-                      for (const auto& [m, b] : seen) used += b;
-                      return GenerateMeminfo(kMemTotalKb, used / 1024);
+                      // Total: the sandbox's --memory; used: resident app memory, what
+                      // that limit counts (sentry/kernel/limits.h).
+                      const uint64_t limit = kp->options().limits.memory_bytes;
+                      const uint64_t total_kb = limit != 0 ? limit / 1024 : kMemTotalKb;
+                      return GenerateMeminfo(total_kb, kp->limits().ResidentBytes() / 1024);
                     })},
       {"uptime", f("uptime",
                    [kp, ncpus]() -> SysResult<std::string> {

@@ -45,6 +45,7 @@ absl::Status MkdirAll(vfs::Vfs& v, const std::string& path, uint32_t mode) {
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
                                                           const VfsConfig& cfg) {
   auto budget = std::make_shared<ByteBudget>(cfg.tmpfs_limit_bytes);
+  budget->on_exhausted = cfg.on_disk_full;
   auto upper_fs = std::make_shared<TmpfsFilesystem>(budget, cfg.memory_file);
   // The root's lower layer is the sandbox's alone: its metadata may be cached.
   auto lower_fs = std::make_shared<GoferFilesystem>(&gofer, "root", /*exclusive=*/true);

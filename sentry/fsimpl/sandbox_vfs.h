@@ -5,6 +5,7 @@
 #ifndef USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
 #define USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct VfsConfig {
   std::string workdir = "/workspace";
   uint64_t tmpfs_limit_bytes = 1ull << 30;  // shared by the overlay upper and /tmp
   mm::MemoryFile* memory_file = nullptr;    // holds tmpfs file data; required
+  // Called when a write needs more than tmpfs_limit_bytes (ByteBudget::on_exhausted).
+  std::function<void(uint64_t limit, uint64_t wanted)> on_disk_full;
 };
 
 // `gofer` must outlive the returned Vfs (the gofer fs keeps a pointer to it).

@@ -13,7 +13,10 @@ using vfs::Inode;
 SysStatus ByteBudget::Resize(uint64_t old_bytes, uint64_t new_bytes) {
   if (new_bytes > old_bytes) {
     uint64_t grow = new_bytes - old_bytes;
-    if (used + grow > limit) return Errno{ENOSPC};
+    if (used + grow > limit || used + grow < used) {
+      if (on_exhausted) on_exhausted(limit, used + grow);
+      return Errno{ENOSPC};
+    }
     used += grow;
   } else {
     used -= std::min(used, old_bytes - new_bytes);

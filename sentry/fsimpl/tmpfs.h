@@ -7,6 +7,7 @@
 #define USENTRY_SENTRY_FSIMPL_TMPFS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,9 @@ struct ByteBudget {
   explicit ByteBudget(uint64_t limit) : limit(limit) {}
   uint64_t limit;
   uint64_t used = 0;
+  // Called (kernel lock held) when a charge is refused: the sandbox's writable layer
+  // reports --disk being hit (sentry_main.cc). Empty for other budgets.
+  std::function<void(uint64_t limit, uint64_t wanted)> on_exhausted;
   // Charges new_bytes-old_bytes; ENOSPC if the cap would be exceeded.
   SysStatus Resize(uint64_t old_bytes, uint64_t new_bytes);
   // Charges `delta` bytes (negative: gives them back).

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_run.h"
 #include "sentry/kernel/thread_group.h"
@@ -21,7 +22,8 @@ Kernel::Kernel(KernelOptions opts, std::unique_ptr<platform::Platform> platform,
       mf_(std::move(mf)),
       vfs_(std::move(vfs)),
       boot_time_(absl::Now()),
-      hostname_(opts_.hostname) {}
+      hostname_(opts_.hostname),
+      limits_(std::make_unique<LimitMonitor>(*this)) {}
 
 Kernel::~Kernel() = default;
 

@@ -44,6 +44,7 @@ class UnixNamespace;
 
 class Task;
 class ThreadGroup;
+class LimitMonitor;
 
 struct KernelOptions {
   bool strace = false;
@@ -80,6 +81,8 @@ class Kernel {
   // Asynchronous timers (alarm, itimers, POSIX timers, timerfd): sentry/kernel/timers.h.
   TimerQueue& timer_queue() { return *timer_queue_; }
   const std::string& hostname() const { return hostname_; }
+  // Enforcement and reporting of the run's hard limits (sentry/kernel/limits.h).
+  LimitMonitor& limits() { return *limits_; }
   void set_hostname(std::string h) { hostname_ = std::move(h); }
 
   // Allocates the next free PID (for a thread group leader or a thread).
@@ -129,6 +132,7 @@ class Kernel {
   std::map<int32_t, std::shared_ptr<ThreadGroup>> groups_;  // live and zombie
   std::set<int> unsupported_reported_;
   uint64_t syscall_counts_[kSyscallCountSlots] = {};
+  std::unique_ptr<LimitMonitor> limits_;
   // Last member: its thread is stopped first when the kernel is destroyed.
   std::unique_ptr<TimerQueue> timer_queue_ = std::make_unique<TimerQueue>(&mu);
 };

@@ -91,6 +91,9 @@ class Task {
   absl::CondVar cv;
   bool woken = false;
   std::atomic<bool> in_app{false};
+  // While in_app: when the current stretch of app code began (app CPU accounting,
+  // sentry/kernel/limits.h). Written under Kernel::mu.
+  absl::Time app_since = absl::InfinitePast();
 
  private:
   Kernel* kernel_;

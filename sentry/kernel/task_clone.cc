@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/process_timers.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_exit.h"
@@ -68,12 +69,17 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   const bool thread = a.flags & CLONE_THREAD;
   ThreadGroup& ptg = parent.thread_group();
   if (thread && (ptg.exiting || parent.killed)) return Errno{EAGAIN};
+  // --max-tasks: threads and processes alive at once, as RLIMIT_NPROC fails fork.
+  if (!k.limits().TaskMayStart(parent)) return Errno{EAGAIN};
 
   // The child's address space: the parent's for threads and CLONE_VM processes where
   // the platform can run tasks of several host threads in one address space (both
   // platforms do: see Platform::SharedAddressSpaces), else a private copy (see header).
   const bool share_mm = (a.flags & CLONE_VM) && k.platform().SharedAddressSpaces();
   if (thread && !share_mm) return Errno{EAGAIN};
+  // --memory: fork copies the parent's private pages now, so refuse a copy that could
+  // never fit (as Linux's overcommit heuristic refuses an impossible fork).
+  if (!share_mm && !k.limits().ForkFits(parent, parent.mm())) return Errno{ENOMEM};
   std::shared_ptr<mm::MemoryManager> child_mm =
       share_mm ? parent.mm_ptr() : std::shared_ptr<mm::MemoryManager>(parent.mm().Fork());
   if (!child_mm) return Errno{ENOMEM};

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_exit.h"
 #include "sentry/kernel/thread_group.h"
@@ -152,10 +153,16 @@ void RunTask(Task* t) {
     }
     platform::AddressSpace* as = mm.address_space();
     t->in_app.store(true);
+    t->app_since = absl::Now();
     k.mu.Unlock();
     absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->regs());
     k.mu.Lock();
     t->in_app.store(false);
+    // App CPU time is the time app code ran between traps (--cpu-time, getrusage).
+    absl::Duration ran = absl::Now() - t->app_since;
+    t->app_since = absl::InfinitePast();
+    k.limits().AddAppTime(ran);
+    t->thread_group().utime_us += absl::ToInt64Microseconds(ran);
     if (!sw.ok()) {
       fprintf(stderr, "usentry: task %d: %s\n", t->tid(), sw.status().ToString().c_str());
       ExitGroup(t->thread_group(), SIGKILL);

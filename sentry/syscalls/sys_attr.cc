@@ -6,6 +6,7 @@
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/vfs/fs_context.h"
@@ -163,6 +164,7 @@ SyscallResult SysTruncate(Task& task, const SyscallArgs& args) {
   int64_t len = args.i64(1);
   if (len < 0) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(Target t, ResolveTarget(task, AT_FDCWD, args.ptr(0), true, false));
+  RETURN_IF_ERRNO(FsizeAllowedSize(task, static_cast<uint64_t>(len)));
   vfs::SetAttrRequest req;
   req.mask = vfs::kSetSize;
   req.size = len;
@@ -176,6 +178,7 @@ SyscallResult SysFtruncate(Task& task, const SyscallArgs& args) {
   if (!file->writable()) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(uint32_t type, FileTypeOf(*file));  // memfds have no inode
   if (type != S_IFREG) return Errno{EINVAL};
+  RETURN_IF_ERRNO(FsizeAllowedSize(task, static_cast<uint64_t>(len)));
   RETURN_IF_ERRNO(file->Truncate(len));
   return uint64_t{0};
 }

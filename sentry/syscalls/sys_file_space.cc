@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/syscalls/sys_splice.h"
 
@@ -65,7 +66,10 @@ SyscallResult SysFallocate(Task& task, const SyscallArgs& args) {
   const int64_t end = off + len;
   if (zeroing && off < size)
     RETURN_IF_ERRNO(WriteZeros(task, *file, off, std::min(end, size) - off));
-  if (!(mode & FALLOC_FL_KEEP_SIZE) && end > size) RETURN_IF_ERRNO(file->Truncate(end));
+  if (!(mode & FALLOC_FL_KEEP_SIZE) && end > size) {
+    RETURN_IF_ERRNO(FsizeAllowedSize(task, static_cast<uint64_t>(end)));
+    RETURN_IF_ERRNO(file->Truncate(end));
+  }
   return uint64_t{0};
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/vfs/fd_table.h"
@@ -58,12 +59,15 @@ SyscallResult SetLimit(Task& t, int resource, const rlimit& lim) {
   // Raising a hard limit needs privilege (CAP_SYS_RESOURCE) — sandbox root has it, the
   // host is unaffected either way since every limit is enforced by the sentry.
   if (lim.rlim_max > cur.rlim_max && !t.creds().IsRoot()) return Errno{EPERM};
-  if (resource == RLIMIT_NOFILE) {
-    if (lim.rlim_cur > vfs::FdTable::kMaxLimit || lim.rlim_max > vfs::FdTable::kMaxLimit) {
-      return Errno{EPERM};
-    }
-    t.fds().set_limit(lim.rlim_cur);
-  }
+  // The policy's limits are ceilings even for sandbox root (as fs.nr_open is for
+  // RLIMIT_NOFILE): --max-fds, --max-tasks, --max-file-size (docs/limits.md).
+  const policy::Limits& pl = t.kernel().options().limits;
+  uint64_t ceiling = RLIM_INFINITY;
+  if (resource == RLIMIT_NOFILE) ceiling = std::min<uint64_t>(pl.max_fds, vfs::FdTable::kMaxLimit);
+  if (resource == RLIMIT_NPROC) ceiling = pl.max_tasks;
+  if (resource == RLIMIT_FSIZE && pl.max_file_size != 0) ceiling = pl.max_file_size;
+  if (lim.rlim_max > ceiling || lim.rlim_cur > ceiling) return Errno{EPERM};
+  if (resource == RLIMIT_NOFILE) t.fds().set_limit(lim.rlim_cur);
   cur = lim;
   return 0;
 }
@@ -95,8 +99,10 @@ SyscallResult SysSethostname(Task& t, const SyscallArgs& a) {
 SyscallResult SysSysinfo(Task& t, const SyscallArgs& a) {
   struct sysinfo si {};
   si.uptime = static_cast<long>(absl::ToInt64Seconds(absl::Now() - t.kernel().boot_time()));
-  si.totalram = 2ull << 30;  // the sandbox's memory, not the host's
-  si.freeram = si.totalram / 2;
+  // The sandbox's memory (--memory), not the host's.
+  const uint64_t limit = t.kernel().options().limits.memory_bytes;
+  si.totalram = limit != 0 ? limit : 2ull << 30;
+  si.freeram = si.totalram - std::min<uint64_t>(si.totalram, t.kernel().limits().ResidentBytes());
   si.procs = static_cast<uint16_t>(t.kernel().tasks().size());
   si.mem_unit = 1;
   RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), si));

@@ -3,6 +3,9 @@
 
 #include <sys/mman.h>
 
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
+#include "sentry/kernel/task.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/file_description.h"
@@ -41,6 +44,12 @@ SyscallResult SysMmap(Task& t, const SyscallArgs& a) {
   } else {
     o.file_off = 0;
   }
+  // --memory: accountable memory (what Linux's overcommit accounting charges) that can
+  // never fit fails now; pages touched later are the watchdog's (kernel/limits.h).
+  const bool accountable =
+      o.prot != PROT_NONE && !(o.flags & MAP_NORESERVE) &&
+      ((o.flags & MAP_ANONYMOUS) || ((o.flags & MAP_TYPE) == MAP_PRIVATE && (o.prot & PROT_WRITE)));
+  if (accountable && !t.kernel().limits().MemoryMayGrow(t, o.len, "mmap")) return Errno{ENOMEM};
   ASSIGN_OR_RETURN_ERRNO(mm::GuestAddr addr, t.mm().MMap(o));
   return addr.value();
 }
@@ -56,11 +65,18 @@ SyscallResult SysMprotect(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysBrk(Task& t, const SyscallArgs& a) {
+  const uint64_t want = a.u64(0), cur = t.mm().brk();
+  // brk(2) reports failure by returning the unchanged break.
+  if (want > cur && !t.kernel().limits().MemoryMayGrow(t, want - cur, "brk")) return cur;
   ASSIGN_OR_RETURN_ERRNO(mm::GuestAddr b, t.mm().Brk(a.ptr(0)));
   return b.value();
 }
 
 SyscallResult SysMremap(Task& t, const SyscallArgs& a) {
+  const uint64_t old_len = a.u64(1), new_len = a.u64(2);
+  if (new_len > old_len && !t.kernel().limits().MemoryMayGrow(t, new_len - old_len, "mremap")) {
+    return Errno{ENOMEM};
+  }
   ASSIGN_OR_RETURN_ERRNO(mm::GuestAddr r,
                          t.mm().MRemap(a.ptr(0), a.u64(1), a.u64(2), a.i32(3), a.ptr(4)));
   return r.value();

@@ -7,6 +7,7 @@
 
 #include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_file_util.h"
 
@@ -52,6 +53,19 @@ SyscallResult DoWrite(Task& task, int fd, std::vector<iovec> iovs, int64_t offse
   ASSIGN_OR_RETURN_ERRNO(auto file, GetIoFile(task, fd));
   if (!file->writable()) return Errno{EBADF};
   if (offset != -1) RETURN_IF_ERRNO(CheckSeekable(*file));
+  // RLIMIT_FSIZE: a write crossing the limit stores only the bytes below it.
+  uint64_t total = 0;
+  for (const iovec& v : iovs) total += v.iov_len;
+  ASSIGN_OR_RETURN_ERRNO(uint64_t allowed, FsizeAllowedWrite(task, *file, offset, total));
+  if (allowed < total) {
+    std::vector<iovec> cut;
+    for (const iovec& v : iovs) {
+      if (allowed == 0) break;
+      cut.push_back({v.iov_base, std::min<size_t>(v.iov_len, allowed)});
+      allowed -= cut.back().iov_len;
+    }
+    iovs = std::move(cut);
+  }
   ASSIGN_OR_RETURN_ERRNO(
       size_t n, BlockingIo(task, *file, POLLOUT, [&] { return file->Write(&task, iovs, offset); }));
   return uint64_t{n};

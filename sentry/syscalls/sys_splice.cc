@@ -18,6 +18,7 @@
 #include "sentry/fsimpl/pipe.h"
 #include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file_util.h"
 
 namespace usentry::sentry {
@@ -34,6 +35,9 @@ struct End {
   fsimpl::Pipe* pipe = nullptr;  // set when the file is a pipe end
   bool seekable = false;
   std::optional<int64_t> off;  // the syscall's explicit offset; else the file offset
+  // A write was cut short at RLIMIT_FSIZE: the transfer ends there (no EFBIG, no
+  // SIGXFSZ for the bytes after it, as Linux clamps the whole count once).
+  bool at_fsize_limit = false;
 };
 
 SysResult<End> MakeEnd(Task& task, int fd, bool write) {
@@ -112,7 +116,12 @@ SysResult<size_t> Step(Task& task, End& in, End& out, size_t max, int64_t peek_s
     n = *r;
   }
   if (n == 0) return size_t{0};
-  const iovec v{buf.data(), n};
+  // RLIMIT_FSIZE of a regular output file: what crosses the limit is not written (and
+  // not consumed from the input).
+  ASSIGN_OR_RETURN_ERRNO(uint64_t allowed,
+                         FsizeAllowedWrite(task, *out.file, out.off.value_or(-1), n));
+  if (allowed < n) out.at_fsize_limit = true;
+  const iovec v{buf.data(), static_cast<size_t>(allowed)};
   SysResult<size_t> w = out.file->Write(&task, absl::MakeConstSpan(&v, 1), out.off.value_or(-1));
   if (!w.ok()) {
     if (w.error() == EAGAIN) *blocked = Side::kOut;
@@ -161,6 +170,7 @@ SysResult<size_t> Transfer(Task& task, End& in, End& out, size_t count, Mode mod
     if (r.ok()) {
       if (*r == 0) break;
       total += *r;
+      if (out.at_fsize_limit) break;
       continue;
     }
     if (r.error() != EAGAIN || blocked == Side::kNone) {
