@@ -199,6 +199,7 @@ void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how)
                                   {"how", how},
                                   {"wall_ms", absl::ToInt64Milliseconds(absl::Now() - start)},
                                   {"sentry_cpu_ms", ms(self.ru_utime) + ms(self.ru_stime)},
+                                  {"tasks_created", k.tasks_created},
                                   {"syscalls", k.SyscallCounts()}});
 }
 

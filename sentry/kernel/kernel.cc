@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <thread>
 
+#include "abi/errno.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/task_run.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/task_context.h"
 #include "sentry/vfs/vfs.h"
 
 namespace usentry::sentry {
@@ -21,7 +23,9 @@ Kernel::Kernel(KernelOptions opts, std::unique_ptr<platform::Platform> platform,
       mf_(std::move(mf)),
       vfs_(std::move(vfs)),
       boot_time_(absl::Now()),
-      hostname_(opts_.hostname) {}
+      hostname_(opts_.hostname) {
+  if (audit().enabled() || audit().explain()) fs_observer_ = vfs::NewAuditObserver(audit());
+}
 
 Kernel::~Kernel() = default;
 
@@ -75,6 +79,18 @@ void Kernel::NoteUnsupported(int pid, int nr) {
       {{"pid", pid}, {"nr", nr}, {"name", name}, {"status", "unimplemented"}, {"errno", "ENOSYS"}});
   if (!opts_.strace && !opts_.report_unsupported) return;
   fprintf(stderr, "usentry: unsupported syscall %s (%d): returned ENOSYS\n", name.c_str(), nr);
+}
+
+void Kernel::NoteBlocked(int pid, int nr, int err) {
+  if (!blocked_reported_.insert(nr).second) return;
+  const SyscallInfo* info = LookupSyscall(nr);
+  std::string name = info ? info->name : absl::StrCat("syscall_", nr);
+  audit().Emit(audit::kSyscall, {{"pid", pid},
+                                 {"nr", nr},
+                                 {"name", name},
+                                 {"status", "blocked"},
+                                 {"errno", abi::ErrnoName(err)}});
+  audit().Explain(name, "", "privileged syscall blocked in the sandbox", "syscalls");
 }
 
 std::map<std::string, uint64_t> Kernel::SyscallCounts() {

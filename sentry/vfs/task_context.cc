@@ -2,15 +2,47 @@
 #include "sentry/vfs/task_context.h"
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/thread_group.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/permissions.h"
 
 namespace usentry::sentry::vfs {
 
+namespace {
+
+class AuditObserver : public FsObserver {
+ public:
+  explicit AuditObserver(const audit::AuditLog& log) : log_(log) {}
+  void Changed(const ResolveContext& ctx, std::string_view op, const std::string& path,
+               const std::string& to) const override {
+    nlohmann::json f = {{"pid", ctx.pid}, {"op", std::string(op)}, {"path", path}};
+    if (!to.empty()) f["to"] = to;
+    log_.Emit(audit::kFile, std::move(f));
+  }
+  void Denied(const ResolveContext& ctx, std::string_view op, const std::string& path, int err,
+              std::string_view reason, std::string_view policy) const override {
+    log_.Denied(ctx.pid, absl::string_view(op.data(), op.size()), path, err,
+                absl::string_view(reason.data(), reason.size()),
+                absl::string_view(policy.data(), policy.size()));
+  }
+
+ private:
+  const audit::AuditLog& log_;
+};
+
+}  // namespace
+
+std::unique_ptr<FsObserver> NewAuditObserver(const audit::AuditLog& log) {
+  return std::make_unique<AuditObserver>(log);
+}
+
 ResolveContext TaskContext(Task& task) {
   FsContext& fs = task.fs();
-  return ResolveContext{&task.creds(), fs.root(), fs.cwd(), fs.umask()};
+  ResolveContext ctx{&task.creds(), fs.root(), fs.cwd(), fs.umask()};
+  ctx.observer = task.kernel().fs_observer();
+  if (ctx.observer) ctx.pid = task.thread_group().pid();
+  return ctx;
 }
 
 SysResult<ResolveContext> ContextAt(Task& task, int dirfd, std::string_view path) {
