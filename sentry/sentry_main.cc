@@ -287,6 +287,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   opts.limits = cfg.limits;
   opts.exec_rules = ResolveExecRules(**vfs, cfg.exec_rules, opts.initial_creds);
   opts.audit = cfg.audit;
+  opts.masked_paths = cfg.masked_paths;
   opts.strace = cfg.strace;
   opts.report_unsupported = cfg.report_unsupported;
   opts.hostname = cfg.hostname;

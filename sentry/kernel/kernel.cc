@@ -24,7 +24,9 @@ Kernel::Kernel(KernelOptions opts, std::unique_ptr<platform::Platform> platform,
       vfs_(std::move(vfs)),
       boot_time_(absl::Now()),
       hostname_(opts_.hostname) {
-  if (audit().enabled() || audit().explain()) fs_observer_ = vfs::NewAuditObserver(audit());
+  if (audit().enabled() || audit().explain()) {
+    fs_observer_ = vfs::NewAuditObserver(audit(), opts_.masked_paths);
+  }
 }
 
 Kernel::~Kernel() = default;

@@ -55,6 +55,8 @@ struct KernelOptions {
   policy::ExecRules exec_rules;
   // The run's audit stream (never null; a disabled log when there is no --audit).
   std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
+  // Masked host secrets (sandbox glob patterns): their absence is explained as a denial.
+  std::vector<std::string> masked_paths;
 };
 
 // Syscall numbers counted per run (the x86-64 table ends below 512).

@@ -24,6 +24,9 @@ class FsObserver {
   // The app got `err` for `op` on `path` because of the sandbox's policy or identity.
   virtual void Denied(const ResolveContext& ctx, std::string_view op, const std::string& path,
                       int err, std::string_view reason, std::string_view policy) const = 0;
+  // `op` on `path` failed with ENOENT: a denial if the path is a masked secret.
+  virtual void Absent(const ResolveContext& ctx, std::string_view op,
+                      const std::string& path) const = 0;
 };
 
 }  // namespace usentry::sentry::vfs

@@ -17,7 +17,9 @@
 namespace usentry::sentry::vfs {
 
 // The FsObserver that writes "file" and "denied" records (and --explain lines) to `log`.
-std::unique_ptr<FsObserver> NewAuditObserver(const audit::AuditLog& log);
+// `masked`: glob patterns of masked secrets (their ENOENT is reported as a denial).
+std::unique_ptr<FsObserver> NewAuditObserver(const audit::AuditLog& log,
+                                             std::vector<std::string> masked);
 
 // Context for a path relative to `dirfd` (AT_FDCWD = cwd). For a relative path, dirfd
 // must be an open directory (EBADF / ENOTDIR). Absolute paths ignore dirfd.

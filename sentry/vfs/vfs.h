@@ -93,6 +93,8 @@ class Vfs {
   // --- operations (mode arguments are before umask; the VFS applies ctx.umask) ---
   SysResult<std::shared_ptr<FileDescription>> Open(const ResolveContext& ctx, std::string_view path,
                                                    int flags, uint32_t mode);
+  // Reports an ENOENT of `op` on `path` to ctx.observer (masked secrets).
+  void NoteAbsent(const ResolveContext& ctx, std::string_view op, std::string_view path);
   // Opens an already-resolved path (permission and type checks included).
   SysResult<std::shared_ptr<FileDescription>> OpenPath(const ResolveContext& ctx, const Path& p,
                                                        int flags);
@@ -126,6 +128,9 @@ class Vfs {
   std::string PathOf(const Path& p) const { return PathOf(p, root()); }
 
  private:
+  SysResult<std::shared_ptr<FileDescription>> OpenImpl(const ResolveContext& ctx,
+                                                       std::string_view path, int flags,
+                                                       uint32_t mode);
   SysResult<Path> WalkComponents(const ResolveContext& ctx, Path cur, std::string_view path,
                                  bool follow_last, int* symlinks, bool* trailing_slash,
                                  std::string* last);

@@ -57,6 +57,26 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenPath(const ResolveContext& 
 SysResult<std::shared_ptr<FileDescription>> Vfs::Open(const ResolveContext& ctx,
                                                       std::string_view path, int flags,
                                                       uint32_t mode) {
+  auto r = OpenImpl(ctx, path, flags, mode);
+  if (!r.ok() && r.error() == ENOENT && ctx.observer) {
+    NoteAbsent(ctx, (flags & O_ACCMODE) != O_RDONLY ? "write" : "read", path);
+  }
+  return r;
+}
+
+void Vfs::NoteAbsent(const ResolveContext& ctx, std::string_view op, std::string_view path) {
+  if (!ctx.observer || path.empty()) return;
+  SysResult<ParentAndName> pn = ResolveParent(ctx, path);
+  if (!pn.ok() || pn->name.empty() || pn->name == "." || pn->name == "..") return;
+  std::string full = PathOf(pn->parent, ctx.root);
+  if (full != "/") full += '/';
+  full += pn->name;
+  ctx.observer->Absent(ctx, op, full);
+}
+
+SysResult<std::shared_ptr<FileDescription>> Vfs::OpenImpl(const ResolveContext& ctx,
+                                                          std::string_view path, int flags,
+                                                          uint32_t mode) {
   if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (!(flags & O_CREAT)) {
     if (!(flags & O_NOFOLLOW)) {
