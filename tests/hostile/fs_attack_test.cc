@@ -236,10 +236,10 @@ TEST_P(FsAttackTest, WritesOutsideMountsNeverReachTheHost) {
     if (j.contains("to")) absl::StrAppend(&c, " -> ", j.value("to", ""));
     changes.push_back(c);
   }
-  EXPECT_THAT(changes, ::testing::IsSupersetOf(
-                           {"write /etc/passwd", "write /usr/bin/env", "create /usr/bin/" + name,
-                            "create /" + name, "create /etc/" + name, "mkdir /" + name + "-dir",
-                            "delete /etc/hostname", "rename /etc/passwd -> /etc/passwd.moved"}))
+  EXPECT_THAT(changes, ::testing::IsSupersetOf(std::vector<std::string>{
+                           "write /etc/passwd", "write /usr/bin/env", "create /usr/bin/" + name,
+                           "create /" + name, "create /etc/" + name, "mkdir /" + name + "-dir",
+                           "delete /etc/hostname", "rename /etc/passwd -> /etc/passwd.moved"}))
       << ReadHostFile(audit);
   // The sandbox saw its own writes.
   auto reports = ParseReports(r.out);
