@@ -53,6 +53,11 @@ sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
   config.tmpfs_limit_bytes = p.limits.disk_bytes == 0 ? UINT64_MAX : p.limits.disk_bytes;
   config.limits = p.limits;
   config.exec_rules = p.exec;
+  // The default view's masked secrets, so that the sentry can explain their absence.
+  if (!p.rootfs) {
+    for (const std::string& m : gofer::DefaultRootTree().masks)
+      config.masked_paths.push_back("/" + m);
+  }
   config.policy_digest = p.Digest();
   config.policy_json = p.ToJson();
   return config;

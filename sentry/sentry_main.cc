@@ -227,6 +227,7 @@ void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how)
        {"cpu_ms", absl::ToInt64Milliseconds(k.limits().AppCpuTime())},
        {"peak_memory_bytes", std::max(k.limits().peak_memory_bytes(), k.limits().ResidentBytes())},
        {"limit_hits", k.limits().HitCounts()},
+       {"tasks_created", k.tasks_created},
        {"syscalls", k.SyscallCounts()}});
 }
 
@@ -324,6 +325,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   opts.limits = cfg.limits;
   opts.exec_rules = ResolveExecRules(**vfs, cfg.exec_rules, opts.initial_creds);
   opts.audit = cfg.audit;
+  opts.masked_paths = cfg.masked_paths;
   opts.strace = cfg.strace;
   opts.report_unsupported = cfg.report_unsupported;
   opts.hostname = cfg.hostname;

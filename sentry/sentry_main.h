@@ -41,6 +41,9 @@ struct SentryConfig {
   policy::ExecRules exec_rules;
   // The audit stream (shared with the CLI's own records) and what run_start says.
   std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
+  // Sandbox paths (glob patterns) of the host secrets the gofer hides: opening one is
+  // ENOENT and a "denied" record with reason "masked secret".
+  std::vector<std::string> masked_paths;
   std::string policy_digest;
   std::string policy_json;  // Policy::ToJson()
   // Defense layers in force and missing on this host (run_start's "layers").

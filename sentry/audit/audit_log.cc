@@ -50,6 +50,11 @@ void AuditLog::Denied(int pid, absl::string_view op, absl::string_view path, int
                  {"errno", abi::ErrnoName(err)},
                  {"reason", std::string(reason)},
                  {"policy", std::string(policy_key)}});
+  Explain(op, path, reason, policy_key);
+}
+
+void AuditLog::Explain(absl::string_view op, absl::string_view path, absl::string_view reason,
+                       absl::string_view policy_key) const {
   if (!explain_) return;
   std::string line = absl::StrCat("usentry: ", op, path.empty() ? "" : " ", path,
                                   " denied: ", reason, " (policy: ", policy_key, ")\n");

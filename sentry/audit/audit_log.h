@@ -30,6 +30,7 @@ class AuditLog {
   AuditLog(int fd, std::string run_id, bool explain);
 
   bool enabled() const { return fd_ >= 0; }
+  bool explain() const { return explain_; }
   const std::string& run_id() const { return run_id_; }
 
   // Writes {"ts":..., "run":..., "event": event, ...fields}. `fields` must be an object.
@@ -40,6 +41,9 @@ class AuditLog {
   // stderr a model can act on: "usentry: OP PATH denied: REASON (policy: KEY)".
   void Denied(int pid, absl::string_view op, absl::string_view path, int err,
               absl::string_view reason, absl::string_view policy_key) const;
+  // Only the --explain line of a denial (for denials whose record is not "denied").
+  void Explain(absl::string_view op, absl::string_view path, absl::string_view reason,
+               absl::string_view policy_key) const;
 
  private:
   int fd_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "abi/errno.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
@@ -11,6 +12,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/task_context.h"
 #include "sentry/vfs/vfs.h"
 
 namespace usentry::sentry {
@@ -23,7 +25,11 @@ Kernel::Kernel(KernelOptions opts, std::unique_ptr<platform::Platform> platform,
       vfs_(std::move(vfs)),
       boot_time_(absl::Now()),
       hostname_(opts_.hostname),
-      limits_(std::make_unique<LimitMonitor>(*this)) {}
+      limits_(std::make_unique<LimitMonitor>(*this)) {
+  if (audit().enabled() || audit().explain()) {
+    fs_observer_ = vfs::NewAuditObserver(audit(), opts_.masked_paths);
+  }
+}
 
 Kernel::~Kernel() = default;
 
@@ -77,6 +83,18 @@ void Kernel::NoteUnsupported(int pid, int nr) {
       {{"pid", pid}, {"nr", nr}, {"name", name}, {"status", "unimplemented"}, {"errno", "ENOSYS"}});
   if (!opts_.strace && !opts_.report_unsupported) return;
   fprintf(stderr, "usentry: unsupported syscall %s (%d): returned ENOSYS\n", name.c_str(), nr);
+}
+
+void Kernel::NoteBlocked(int pid, int nr, int err) {
+  if (!blocked_reported_.insert(nr).second) return;
+  const SyscallInfo* info = LookupSyscall(nr);
+  std::string name = info ? info->name : absl::StrCat("syscall_", nr);
+  audit().Emit(audit::kSyscall, {{"pid", pid},
+                                 {"nr", nr},
+                                 {"name", name},
+                                 {"status", "blocked"},
+                                 {"errno", abi::ErrnoName(err)}});
+  audit().Explain(name, "", "privileged syscall blocked in the sandbox", "syscalls");
 }
 
 std::map<std::string, uint64_t> Kernel::SyscallCounts() {

@@ -37,7 +37,8 @@ class MemoryFile;
 }
 namespace vfs {
 class Vfs;
-}
+class FsObserver;
+}  // namespace vfs
 namespace net {
 class UnixNamespace;
 }
@@ -55,6 +56,8 @@ struct KernelOptions {
   policy::ExecRules exec_rules;
   // The run's audit stream (never null; a disabled log when there is no --audit).
   std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
+  // Masked host secrets (sandbox glob patterns): their absence is explained as a denial.
+  std::vector<std::string> masked_paths;
 };
 
 // Syscall numbers counted per run (the x86-64 table ends below 512).
@@ -71,6 +74,9 @@ class Kernel {
 
   const KernelOptions& options() const { return opts_; }
   const audit::AuditLog& audit() const { return *opts_.audit; }
+  // Reports file changes and denials to audit() (null when neither --audit nor
+  // --explain is on, so the VFS does no extra work).
+  const vfs::FsObserver* fs_observer() const { return fs_observer_.get(); }
   platform::Platform& platform() const { return *platform_; }
   mm::MemoryFile& memory_file() const { return *mf_; }
   vfs::Vfs& vfs() const { return *vfs_; }
@@ -106,12 +112,18 @@ class Kernel {
   // Records that the app made a syscall the table does not implement (reported once,
   // on stderr with --strace/--report-unsupported, and in the audit stream).
   void NoteUnsupported(int pid, int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Records that the app made a syscall the sandbox refuses by policy (privileged:
+  // mount, bpf, ...) and that it got `err`: a "syscall" record with status "blocked" and
+  // an --explain line, once per syscall name.
+  void NoteBlocked(int pid, int nr, int err) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Counts one syscall by number (the run_end audit record lists them by name).
   void CountSyscall(int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (static_cast<unsigned>(nr) < kSyscallCountSlots) syscall_counts_[nr]++;
   }
   // {name: count} of the syscalls made so far.
   std::map<std::string, uint64_t> SyscallCounts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Processes and threads created by fork/clone in this run (run_end's "tasks_created").
+  uint64_t tasks_created = 0;
 
   // Set once the init process (first task's group) has exited: its status is the run's.
   bool init_exited = false;
@@ -123,6 +135,7 @@ class Kernel {
   std::unique_ptr<platform::Platform> platform_;
   std::unique_ptr<mm::MemoryFile> mf_;
   std::unique_ptr<vfs::Vfs> vfs_;
+  std::unique_ptr<vfs::FsObserver> fs_observer_;
   std::shared_ptr<net::UnixNamespace> unix_ns_;
   absl::Time boot_time_;
   std::string hostname_;
@@ -131,6 +144,7 @@ class Kernel {
   std::map<int32_t, Task*> tasks_;
   std::map<int32_t, std::shared_ptr<ThreadGroup>> groups_;  // live and zombie
   std::set<int> unsupported_reported_;
+  std::set<int> blocked_reported_;
   uint64_t syscall_counts_[kSyscallCountSlots] = {};
   std::unique_ptr<LimitMonitor> limits_;
   // Last member: its thread is stopped first when the kernel is destroyed.

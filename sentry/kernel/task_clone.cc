@@ -163,6 +163,7 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
     k.RegisterThreadGroup(tg);
   }
   k.RegisterTask(child);
+  k.tasks_created++;  // run_end's "tasks_created"
   if (a.flags & CLONE_VFORK) tg->vfork_pending = true;
   k.StartTask(child);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "abi/signal.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/process_timers.h"
 #include "sentry/kernel/task.h"
@@ -176,6 +177,14 @@ void TaskExited(Task& t) {
   if (tasks.empty()) {
     // The last thread left with exit(2) rather than exit_group: its status is the group's.
     if (!tg->exiting) tg->exit_status = t.exit_code;
+    // A process killed by a signal: who, by what, whether it dumped core.
+    if (WIFSIGNALED(tg->exit_status) && k.audit().enabled()) {
+      const char* name = abi::SignalName(WTERMSIG(tg->exit_status));
+      k.audit().Emit(audit::kSignal, {{"pid", tg->pid()},
+                                      {"signal", name ? name : "?"},
+                                      {"comm", t.comm},
+                                      {"core", WCOREDUMP(tg->exit_status) != 0}});
+    }
     GroupExited(k, tg);
   }
   delete &t;

@@ -97,8 +97,19 @@ SysStatus CopyOutSockaddr(Task& task, const std::string& sa, mm::GuestAddr addr,
 }
 
 SyscallResult SysSocket(Task& task, const SyscallArgs& args) {
-  ASSIGN_OR_RETURN_ERRNO(SocketKind k,
-                         CheckSocketArgs(args.i32(0), args.i32(1), args.i32(2), false));
+  SysResult<SocketKind> checked = CheckSocketArgs(args.i32(0), args.i32(1), args.i32(2), false);
+  if (!checked.ok()) {
+    // The network is off: say so (audit "denied", --explain) rather than leave the app
+    // with a bare EAFNOSUPPORT.
+    int family = args.i32(0);
+    if (checked.error() == EAFNOSUPPORT && (family == AF_INET || family == AF_INET6)) {
+      task.kernel().audit().Denied(task.thread_group().pid(), "socket",
+                                   family == AF_INET ? "AF_INET" : "AF_INET6", EAFNOSUPPORT,
+                                   "network not allowed", "net");
+    }
+    return Errno{checked.error()};
+  }
+  SocketKind k = std::move(checked).value();
   auto sock = net::UnixSocket::New(task.kernel().unix_namespace(), k.type, k.status_flags,
                                    task.creds().fsuid, task.creds().fsgid);
   ASSIGN_OR_RETURN_ERRNO(int fd, task.fds().Install(sock, k.cloexec));

@@ -1,16 +1,66 @@
 // Task-facing VFS glue: resolution contexts, exec lookup, loader reads, path names.
 #include "sentry/vfs/task_context.h"
 
+#include <fnmatch.h>
+
+#include "absl/strings/match.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/thread_group.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/permissions.h"
 
 namespace usentry::sentry::vfs {
 
+namespace {
+
+class AuditObserver : public FsObserver {
+ public:
+  AuditObserver(const audit::AuditLog& log, std::vector<std::string> masked)
+      : log_(log), masked_(std::move(masked)) {}
+  void Changed(const ResolveContext& ctx, std::string_view op, const std::string& path,
+               const std::string& to) const override {
+    nlohmann::json f = {{"pid", ctx.pid}, {"op", std::string(op)}, {"path", path}};
+    if (!to.empty()) f["to"] = to;
+    log_.Emit(audit::kFile, std::move(f));
+  }
+  void Denied(const ResolveContext& ctx, std::string_view op, const std::string& path, int err,
+              std::string_view reason, std::string_view policy) const override {
+    log_.Denied(ctx.pid, absl::string_view(op.data(), op.size()), path, err,
+                absl::string_view(reason.data(), reason.size()),
+                absl::string_view(policy.data(), policy.size()));
+  }
+  void Absent(const ResolveContext& ctx, std::string_view op,
+              const std::string& path) const override {
+    for (const std::string& m : masked_) {
+      // The secret itself, or anything under a masked directory (/etc/sudoers.d/x).
+      bool hit =
+          fnmatch(m.c_str(), path.c_str(), FNM_PATHNAME) == 0 || (absl::StartsWith(path, m + "/"));
+      if (hit) {
+        Denied(ctx, op, path, ENOENT, "masked secret", "mounts");
+        return;
+      }
+    }
+  }
+
+ private:
+  const audit::AuditLog& log_;
+  std::vector<std::string> masked_;
+};
+
+}  // namespace
+
+std::unique_ptr<FsObserver> NewAuditObserver(const audit::AuditLog& log,
+                                             std::vector<std::string> masked) {
+  return std::make_unique<AuditObserver>(log, std::move(masked));
+}
+
 ResolveContext TaskContext(Task& task) {
   FsContext& fs = task.fs();
-  return ResolveContext{&task.creds(), fs.root(), fs.cwd(), fs.umask()};
+  ResolveContext ctx{&task.creds(), fs.root(), fs.cwd(), fs.umask()};
+  ctx.observer = task.kernel().fs_observer();
+  if (ctx.observer) ctx.pid = task.thread_group().pid();
+  return ctx;
 }
 
 SysResult<ResolveContext> ContextAt(Task& task, int dirfd, std::string_view path) {

@@ -8,12 +8,18 @@
 #include <string>
 #include <string_view>
 
+#include "sentry/audit/audit_log.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/vfs.h"
 
 namespace usentry::sentry::vfs {
+
+// The FsObserver that writes "file" and "denied" records (and --explain lines) to `log`.
+// `masked`: glob patterns of masked secrets (their ENOENT is reported as a denial).
+std::unique_ptr<FsObserver> NewAuditObserver(const audit::AuditLog& log,
+                                             std::vector<std::string> masked);
 
 // Context for a path relative to `dirfd` (AT_FDCWD = cwd). For a relative path, dirfd
 // must be an open directory (EBADF / ENOTDIR). Absolute paths ignore dirfd.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "sentry/vfs/permissions.h"
 
 namespace usentry::sentry::vfs {
@@ -218,6 +219,29 @@ std::string Vfs::PathOf(const Path& p, const Path& root) {
   if (out.empty()) out = "/";
   if (p.dentry->dead()) out += " (deleted)";
   return out;
+}
+
+bool Vfs::Audited(const Path& p) {
+  if (!p.valid()) return false;
+  const std::string& fs = p.mount->fs().name();
+  return fs != "proc" && fs != "devtmpfs";
+}
+
+void Vfs::NoteDenied(const ResolveContext& ctx, std::string_view op, const Path& p,
+                     std::string_view name, int err) {
+  if (!ctx.observer || !p.valid()) return;
+  std::string path = PathOf(p, ctx.root);
+  if (!name.empty()) {
+    if (path != "/") path += '/';
+    path += name;
+  }
+  if (err == EROFS) {
+    std::string mnt = PathOf(Path{p.mount, p.mount->root()}, ctx.root);
+    ctx.observer->Denied(ctx, op, path, err, absl::StrCat("read-only mount ", mnt), "mounts");
+  } else if (err == EACCES || err == EPERM) {
+    ctx.observer->Denied(ctx, op, path, err,
+                         absl::StrCat("permission denied for uid ", ctx.creds->fsuid), "identity");
+  }
 }
 
 }  // namespace usentry::sentry::vfs

@@ -22,6 +22,7 @@
 #include "sentry/kernel/sys_result.h"
 #include "sentry/vfs/dentry.h"
 #include "sentry/vfs/file_description.h"
+#include "sentry/vfs/fs_observer.h"
 #include "sentry/vfs/inode.h"
 
 namespace usentry::sentry::vfs {
@@ -36,6 +37,9 @@ struct ResolveContext {
   Path root;   // the task's root ("/" of its view)
   Path start;  // cwd or the dirfd's path, for relative paths
   uint32_t umask = 022;
+  // Audit/--explain hooks (null: nobody listens) and the pid they report.
+  const FsObserver* observer = nullptr;
+  int32_t pid = 0;
 };
 
 // Result of resolving all but the last component.
@@ -89,6 +93,8 @@ class Vfs {
   // --- operations (mode arguments are before umask; the VFS applies ctx.umask) ---
   SysResult<std::shared_ptr<FileDescription>> Open(const ResolveContext& ctx, std::string_view path,
                                                    int flags, uint32_t mode);
+  // Reports an ENOENT of `op` on `path` to ctx.observer (masked secrets).
+  void NoteAbsent(const ResolveContext& ctx, std::string_view op, std::string_view path);
   // Opens an already-resolved path (permission and type checks included).
   SysResult<std::shared_ptr<FileDescription>> OpenPath(const ResolveContext& ctx, const Path& p,
                                                        int flags);
@@ -112,9 +118,19 @@ class Vfs {
   // Sandbox path of `p` as seen from `root` ("/" for root itself); paths outside
   // `root` are shown from the real root; unlinked ones get " (deleted)".
   static std::string PathOf(const Path& p, const Path& root);
+  // Whether changes under `p` are worth an audit record: not /proc, not /dev.
+  static bool Audited(const Path& p);
+  // Reports a denial of `op` on `p` (or on `name` in directory `p`) that failed with
+  // `err` to ctx.observer, with the reason the policy gives: EROFS names the read-only
+  // mount, EACCES/EPERM the emulated uid. Other errors are not denials.
+  static void NoteDenied(const ResolveContext& ctx, std::string_view op, const Path& p,
+                         std::string_view name, int err);
   std::string PathOf(const Path& p) const { return PathOf(p, root()); }
 
  private:
+  SysResult<std::shared_ptr<FileDescription>> OpenImpl(const ResolveContext& ctx,
+                                                       std::string_view path, int flags,
+                                                       uint32_t mode);
   SysResult<Path> WalkComponents(const ResolveContext& ctx, Path cur, std::string_view path,
                                  bool follow_last, int* symlinks, bool* trailing_slash,
                                  std::string* last);

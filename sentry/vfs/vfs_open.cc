@@ -29,9 +29,16 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenPath(const ResolveContext& 
   if (type == S_IFDIR && (write || (flags & O_TRUNC))) return Errno{EISDIR};
   ASSIGN_OR_RETURN_ERRNO(Attr a, inode->Stat());
   int may = (acc != O_WRONLY ? kMayRead : 0) | (write || (flags & O_TRUNC) ? kMayWrite : 0);
-  RETURN_IF_ERRNO(CheckPermission(*ctx.creds, a, may));
+  const char* op = may & kMayWrite ? "write" : "read";
+  if (SysStatus st = CheckPermission(*ctx.creds, a, may); !st.ok()) {
+    NoteDenied(ctx, op, p, "", st.error());
+    return Errno{st.error()};
+  }
   bool is_data = type == S_IFREG || type == S_IFDIR;
-  if (write && is_data && p.mount->read_only()) return Errno{EROFS};
+  if (write && is_data && p.mount->read_only()) {
+    NoteDenied(ctx, op, p, "", EROFS);
+    return Errno{EROFS};
+  }
   if ((flags & O_TRUNC) && type == S_IFREG && write && a.size != 0) {
     if (p.mount->read_only()) return Errno{EROFS};
     SetAttrRequest req;
@@ -39,12 +46,37 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenPath(const ResolveContext& 
     req.size = 0;
     RETURN_IF_ERRNO(inode->SetAttr(req));
   }
-  return inode->Open(p, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC));
+  auto file = inode->Open(p, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC));
+  // One "write" record per open for writing of a regular file (not per write(2)).
+  if (ctx.observer && file.ok() && type == S_IFREG && (may & kMayWrite) && Audited(p)) {
+    ctx.observer->Changed(ctx, "write", PathOf(p, ctx.root), "");
+  }
+  return file;
 }
 
 SysResult<std::shared_ptr<FileDescription>> Vfs::Open(const ResolveContext& ctx,
                                                       std::string_view path, int flags,
                                                       uint32_t mode) {
+  auto r = OpenImpl(ctx, path, flags, mode);
+  if (!r.ok() && r.error() == ENOENT && ctx.observer) {
+    NoteAbsent(ctx, (flags & O_ACCMODE) != O_RDONLY ? "write" : "read", path);
+  }
+  return r;
+}
+
+void Vfs::NoteAbsent(const ResolveContext& ctx, std::string_view op, std::string_view path) {
+  if (!ctx.observer || path.empty()) return;
+  SysResult<ParentAndName> pn = ResolveParent(ctx, path);
+  if (!pn.ok() || pn->name.empty() || pn->name == "." || pn->name == "..") return;
+  std::string full = PathOf(pn->parent, ctx.root);
+  if (full != "/") full += '/';
+  full += pn->name;
+  ctx.observer->Absent(ctx, op, full);
+}
+
+SysResult<std::shared_ptr<FileDescription>> Vfs::OpenImpl(const ResolveContext& ctx,
+                                                          std::string_view path, int flags,
+                                                          uint32_t mode) {
   if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (!(flags & O_CREAT)) {
     if (!(flags & O_NOFOLLOW)) {
@@ -89,13 +121,20 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::Open(const ResolveContext& ctx,
     }
     if (existing.error() != ENOENT) return Errno{existing.error()};
     ASSIGN_OR_RETURN_ERRNO(Attr da, pn.parent.inode()->Stat());
-    RETURN_IF_ERRNO(CheckPermission(*ctx.creds, da, kMayWrite | kMayExec));
-    if (pn.parent.mount->read_only()) return Errno{EROFS};
+    if (SysStatus st = CheckPermission(*ctx.creds, da, kMayWrite | kMayExec); !st.ok()) {
+      NoteDenied(ctx, "create", pn.parent, pn.name, st.error());
+      return Errno{st.error()};
+    }
+    if (pn.parent.mount->read_only()) {
+      NoteDenied(ctx, "create", pn.parent, pn.name, EROFS);
+      return Errno{EROFS};
+    }
     uint32_t m = (mode & ~ctx.umask & 07777) | S_IFREG;
     ASSIGN_OR_RETURN_ERRNO(
         std::shared_ptr<Inode> inode,
         pn.parent.inode()->Create(pn.name, m, ctx.creds->fsuid, GidForNew(*ctx.creds, da)));
     Path p{pn.parent.mount, pn.parent.dentry->ChildFor(pn.name, inode)};
+    if (ctx.observer && Audited(p)) ctx.observer->Changed(ctx, "create", PathOf(p, ctx.root), "");
     // A file just created may be opened with any access mode (creat(2) with mode 0444).
     return inode->Open(p, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC));
   }

@@ -16,18 +16,32 @@ uint32_t GidForNew(const Credentials& creds, const Attr& dir) {
 
 bool IsDotOrEmpty(const std::string& n) { return n.empty() || n == "." || n == ".."; }
 
-// Permission to add/remove entries in `dir`.
-SysStatus MayModifyDir(const ResolveContext& ctx, const Path& dir) {
+// Permission to add/remove entries in `dir` (a denial of `op` on `name` is reported).
+SysStatus MayModifyDir(const ResolveContext& ctx, const Path& dir, std::string_view op,
+                       std::string_view name) {
   ASSIGN_OR_RETURN_ERRNO(Attr da, dir.inode()->Stat());
-  RETURN_IF_ERRNO(CheckPermission(*ctx.creds, da, kMayWrite | kMayExec));
-  if (dir.mount->read_only()) return Errno{EROFS};
-  return SysOk();
+  SysStatus st = CheckPermission(*ctx.creds, da, kMayWrite | kMayExec);
+  if (st.ok() && dir.mount->read_only()) st = Errno{EROFS};
+  if (!st.ok()) Vfs::NoteDenied(ctx, op, dir, name, st.error());
+  return st;
+}
+
+// Reports a change of `name` in `dir` (or of `p` itself when name is empty).
+void NoteChanged(const ResolveContext& ctx, std::string_view op, const Path& dir,
+                 std::string_view name, const std::string& to = "") {
+  if (!ctx.observer || !Vfs::Audited(dir)) return;
+  std::string path = Vfs::PathOf(dir, ctx.root);
+  if (!name.empty()) {
+    if (path != "/") path += '/';
+    path += name;
+  }
+  ctx.observer->Changed(ctx, op, path, to);
 }
 
 }  // namespace
 
 // Creation helpers share: resolve parent, EEXIST if present, permission, EROFS.
-#define USENTRY_CREATE_PROLOGUE(ctx, path, pn)                        \
+#define USENTRY_CREATE_PROLOGUE(ctx, path, pn, op)                    \
   ASSIGN_OR_RETURN_ERRNO(ParentAndName pn, ResolveParent(ctx, path)); \
   if (IsDotOrEmpty(pn.name)) return Errno{EEXIST};                    \
   {                                                                   \
@@ -35,15 +49,16 @@ SysStatus MayModifyDir(const ResolveContext& ctx, const Path& dir) {
     if (existing.ok()) return Errno{EEXIST};                          \
     if (existing.error() != ENOENT) return Errno{existing.error()};   \
   }                                                                   \
-  RETURN_IF_ERRNO(MayModifyDir(ctx, pn.parent))
+  RETURN_IF_ERRNO(MayModifyDir(ctx, pn.parent, op, pn.name))
 
 SysStatus Vfs::Mkdir(const ResolveContext& ctx, std::string_view path, uint32_t mode) {
-  USENTRY_CREATE_PROLOGUE(ctx, path, pn);
+  USENTRY_CREATE_PROLOGUE(ctx, path, pn, "mkdir");
   ASSIGN_OR_RETURN_ERRNO(Attr da, pn.parent.inode()->Stat());
   uint32_t m = (mode & ~ctx.umask & 01777) | (da.mode & S_ISGID) | S_IFDIR;
   ASSIGN_OR_RETURN_ERRNO(auto inode, pn.parent.inode()->Mkdir(pn.name, m, ctx.creds->fsuid,
                                                               GidForNew(*ctx.creds, da)));
   pn.parent.dentry->ChildFor(pn.name, inode);
+  NoteChanged(ctx, "mkdir", pn.parent, pn.name);
   return SysOk();
 }
 
@@ -57,7 +72,7 @@ SysStatus Vfs::Mknod(const ResolveContext& ctx, std::string_view path, uint32_t 
       type != S_IFSOCK) {
     return Errno{EINVAL};
   }
-  USENTRY_CREATE_PROLOGUE(ctx, path, pn);
+  USENTRY_CREATE_PROLOGUE(ctx, path, pn, type == S_IFREG ? "create" : "mknod");
   if (pn.trailing_slash) return Errno{ENOENT};
   ASSIGN_OR_RETURN_ERRNO(Attr da, pn.parent.inode()->Stat());
   uint32_t m = (mode & ~ctx.umask & 07777) | type;
@@ -68,18 +83,20 @@ SysStatus Vfs::Mknod(const ResolveContext& ctx, std::string_view path, uint32_t 
                                             : pn.parent.inode()->Mknod(pn.name, m, dev, uid, gid);
   if (!r.ok()) return Errno{r.error()};
   pn.parent.dentry->ChildFor(pn.name, r.value());
+  NoteChanged(ctx, type == S_IFREG ? "create" : "mknod", pn.parent, pn.name);
   return SysOk();
 }
 
 SysStatus Vfs::Symlink(const ResolveContext& ctx, std::string_view target, std::string_view path) {
   if (target.empty()) return Errno{ENOENT};
   if (target.size() >= kPathMax) return Errno{ENAMETOOLONG};
-  USENTRY_CREATE_PROLOGUE(ctx, path, pn);
+  USENTRY_CREATE_PROLOGUE(ctx, path, pn, "symlink");
   if (pn.trailing_slash) return Errno{ENOENT};
   ASSIGN_OR_RETURN_ERRNO(Attr da, pn.parent.inode()->Stat());
   ASSIGN_OR_RETURN_ERRNO(auto inode, pn.parent.inode()->Symlink(pn.name, target, ctx.creds->fsuid,
                                                                 GidForNew(*ctx.creds, da)));
   pn.parent.dentry->ChildFor(pn.name, inode);
+  NoteChanged(ctx, "symlink", pn.parent, pn.name, std::string(target));
   return SysOk();
 }
 
@@ -87,11 +104,12 @@ SysStatus Vfs::Link(const ResolveContext& old_ctx, std::string_view old_path,
                     const ResolveContext& new_ctx, std::string_view new_path, bool follow) {
   ASSIGN_OR_RETURN_ERRNO(Path old, Resolve(old_ctx, old_path, follow));
   if (old.inode()->IsDir()) return Errno{EPERM};
-  USENTRY_CREATE_PROLOGUE(new_ctx, new_path, pn);
+  USENTRY_CREATE_PROLOGUE(new_ctx, new_path, pn, "link");
   if (pn.trailing_slash) return Errno{ENOENT};
   if (pn.parent.mount != old.mount) return Errno{EXDEV};
   RETURN_IF_ERRNO(pn.parent.inode()->Link(pn.name, *old.inode()));
   pn.parent.dentry->ChildFor(pn.name, old.dentry->inode());
+  if (new_ctx.observer) NoteChanged(new_ctx, "link", pn.parent, pn.name, PathOf(old, old_ctx.root));
   return SysOk();
 }
 
@@ -104,13 +122,14 @@ SysStatus Vfs::Unlink(const ResolveContext& ctx, std::string_view path) {
   if (victim.mount != pn.parent.mount) return Errno{EBUSY};
   if (victim.inode()->IsDir()) return Errno{EISDIR};
   if (pn.trailing_slash) return Errno{ENOTDIR};
-  RETURN_IF_ERRNO(MayModifyDir(ctx, pn.parent));
+  RETURN_IF_ERRNO(MayModifyDir(ctx, pn.parent, "delete", pn.name));
   ASSIGN_OR_RETURN_ERRNO(Attr da, pn.parent.inode()->Stat());
   ASSIGN_OR_RETURN_ERRNO(Attr va, victim.inode()->Stat());
   RETURN_IF_ERRNO(CheckSticky(*ctx.creds, da, va));
   RETURN_IF_ERRNO(pn.parent.inode()->Unlink(pn.name));
   pn.parent.dentry->Forget(pn.name);
   DropRecent(victim.dentry.get());
+  NoteChanged(ctx, "delete", pn.parent, pn.name);
   return SysOk();
 }
 
@@ -123,13 +142,14 @@ SysStatus Vfs::Rmdir(const ResolveContext& ctx, std::string_view path) {
   if (victim.mount != pn.parent.mount) return Errno{EBUSY};
   if (!victim.inode()->IsDir()) return Errno{ENOTDIR};
   if (victim == ctx.root) return Errno{EBUSY};
-  RETURN_IF_ERRNO(MayModifyDir(ctx, pn.parent));
+  RETURN_IF_ERRNO(MayModifyDir(ctx, pn.parent, "rmdir", pn.name));
   ASSIGN_OR_RETURN_ERRNO(Attr da, pn.parent.inode()->Stat());
   ASSIGN_OR_RETURN_ERRNO(Attr va, victim.inode()->Stat());
   RETURN_IF_ERRNO(CheckSticky(*ctx.creds, da, va));
   RETURN_IF_ERRNO(pn.parent.inode()->Rmdir(pn.name));
   pn.parent.dentry->Forget(pn.name);
   DropRecent(victim.dentry.get());
+  NoteChanged(ctx, "rmdir", pn.parent, pn.name);
   return SysOk();
 }
 
@@ -173,8 +193,8 @@ SysStatus Vfs::Rename(const ResolveContext& old_ctx, std::string_view old_path,
     return Errno{EINVAL};
   }
   if (dst_exists && !(flags & RENAME_EXCHANGE) && beneath(op.parent, dst)) return Errno{ENOTEMPTY};
-  RETURN_IF_ERRNO(MayModifyDir(old_ctx, op.parent));
-  RETURN_IF_ERRNO(MayModifyDir(new_ctx, np.parent));
+  RETURN_IF_ERRNO(MayModifyDir(old_ctx, op.parent, "rename", op.name));
+  RETURN_IF_ERRNO(MayModifyDir(new_ctx, np.parent, "rename", np.name));
   ASSIGN_OR_RETURN_ERRNO(Attr oda, op.parent.inode()->Stat());
   ASSIGN_OR_RETURN_ERRNO(Attr nda, np.parent.inode()->Stat());
   ASSIGN_OR_RETURN_ERRNO(Attr sa, src.inode()->Stat());
@@ -188,6 +208,12 @@ SysStatus Vfs::Rename(const ResolveContext& old_ctx, std::string_view old_path,
     RETURN_IF_ERRNO(CheckPermission(*old_ctx.creds, sa, kMayWrite));
   }
   RETURN_IF_ERRNO(op.parent.inode()->Rename(op.name, *np.parent.inode(), np.name, flags));
+  if (old_ctx.observer && Audited(op.parent)) {
+    std::string to = PathOf(np.parent, new_ctx.root);
+    if (to != "/") to += '/';
+    to += np.name;
+    NoteChanged(old_ctx, (flags & RENAME_EXCHANGE) ? "exchange" : "rename", op.parent, op.name, to);
+  }
   if (dst_exists && !(flags & RENAME_EXCHANGE)) DropRecent(dst.dentry.get());
   if (flags & RENAME_EXCHANGE) {
     op.parent.dentry->ExchangeChildren(op.name, *np.parent.dentry, np.name);
@@ -208,7 +234,14 @@ SysStatus Vfs::SetAttr(const ResolveContext& ctx, const Path& p, SetAttrRequest 
   const Credentials& c = *ctx.creds;
   Inode* inode = p.inode();
   ASSIGN_OR_RETURN_ERRNO(Attr a, inode->Stat());
-  if (p.mount->read_only()) return Errno{EROFS};
+  const char* op = (req.mask & kSetSize)              ? "truncate"
+                   : (req.mask & kSetMode)            ? "chmod"
+                   : (req.mask & (kSetUid | kSetGid)) ? "chown"
+                                                      : "utimes";
+  if (p.mount->read_only()) {
+    NoteDenied(ctx, op, p, "", EROFS);
+    return Errno{EROFS};
+  }
   bool is_dir = (a.mode & S_IFMT) == S_IFDIR;
   if (req.mask & kSetSize) {
     if (is_dir) return Errno{EISDIR};
@@ -249,7 +282,10 @@ SysStatus Vfs::SetAttr(const ResolveContext& ctx, const Path& p, SetAttrRequest 
     uint32_t gid = (req.mask & kSetGid) ? req.gid : a.gid;
     if (!c.IsRoot() && !c.InGroup(gid)) req.mode &= ~S_ISGID;
   }
-  return inode->SetAttr(req);
+  RETURN_IF_ERRNO(inode->SetAttr(req));
+  // Timestamps alone (touch) are not a change worth a record.
+  if (ctx.observer && std::string_view(op) != "utimes") NoteChanged(ctx, op, p, "");
+  return SysOk();
 }
 
 SysStatus Vfs::Access(const ResolveContext& ctx, const Path& p, int mode) {

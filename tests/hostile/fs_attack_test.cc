@@ -224,8 +224,23 @@ TEST_P(FsAttackTest, WritesOutsideMountsNeverReachTheHost) {
       "read", "/usr/bin/" + name,
   };
   // clang-format on
-  RunResult r = Attack("fs_probe", ops);
+  TempDir audit_dir;
+  const std::string audit = audit_dir.path() + "/audit.jsonl";
+  RunResult r = Attack("fs_probe", ops, {"--audit", audit});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  // Each change is in the audit stream, by its sandbox path.
+  std::vector<std::string> changes;
+  for (const nlohmann::json& j : ReadAuditRecords(audit)) {
+    if (j.value("event", "") != "file") continue;
+    std::string c = absl::StrCat(j.value("op", ""), " ", j.value("path", ""));
+    if (j.contains("to")) absl::StrAppend(&c, " -> ", j.value("to", ""));
+    changes.push_back(c);
+  }
+  EXPECT_THAT(changes, ::testing::IsSupersetOf(std::vector<std::string>{
+                           "write /etc/passwd", "write /usr/bin/env", "create /usr/bin/" + name,
+                           "create /" + name, "create /etc/" + name, "mkdir /" + name + "-dir",
+                           "delete /etc/hostname", "rename /etc/passwd -> /etc/passwd.moved"}))
+      << ReadHostFile(audit);
   // The sandbox saw its own writes.
   auto reports = ParseReports(r.out);
   EXPECT_EQ(reports["read:/etc/passwd.moved:content"], "pwned|") << r.Describe();
@@ -258,8 +273,27 @@ TEST_P(FsAttackTest, ReadOnlyMountRefusesEveryChange) {
       "read", "/ro/file",
   };
   // clang-format on
-  RunResult r = Attack("fs_probe", ops, {"--mount", ro.path() + ":/ro:ro"});
+  TempDir audit_dir;
+  const std::string audit = audit_dir.path() + "/audit.jsonl";
+  RunResult r =
+      Attack("fs_probe", ops, {"--mount", ro.path() + ":/ro:ro", "--audit", audit, "--explain"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  // Every refusal is a "denied" record naming the mount, and an --explain line.
+  std::vector<nlohmann::json> records = ReadAuditRecords(audit);
+  EXPECT_THAT(DeniedOps(records),
+              ::testing::ElementsAre("write /ro/file", "create /ro/new", "mkdir /ro/newdir",
+                                     "delete /ro/file", "rename /ro/file", "rename /ro/dir",
+                                     "symlink /ro/link", "link /ro/hard", "create /ro/dir/new"))
+      << ReadHostFile(audit);
+  for (const nlohmann::json& j : records) {
+    if (j.value("event", "") != "denied") continue;
+    EXPECT_EQ(j.value("reason", ""), "read-only mount /ro") << j.dump();
+    EXPECT_EQ(j.value("policy", ""), "mounts") << j.dump();
+    EXPECT_EQ(j.value("errno", ""), "EROFS") << j.dump();
+  }
+  EXPECT_THAT(r.err,
+              HasSubstr("usentry: write /ro/file denied: read-only mount /ro (policy: mounts)\n"))
+      << r.Describe();
   for (const auto& [name, outcome] : ParseReports(r.out)) {
     if (absl::StartsWith(name, "read:")) continue;
     EXPECT_EQ(outcome, "EROFS") << name << "\n" << r.Describe();
@@ -284,12 +318,22 @@ TEST_P(FsAttackTest, MaskedSecretsAreAbsent) {
       "list", "/etc",
   };
   // clang-format on
-  RunResult r = Attack("fs_probe", ops);
+  TempDir audit_dir;
+  const std::string audit = audit_dir.path() + "/audit.jsonl";
+  RunResult r = Attack("fs_probe", ops, {"--audit", audit, "--explain"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   for (const auto& [name, outcome] : ParseReports(r.out)) {
     if (absl::StartsWith(name, "list:")) continue;
     EXPECT_EQ(outcome, "ENOENT") << name << "\n" << r.Describe();
   }
+  // The app saw ENOENT; the audit (and --explain) say why.
+  EXPECT_THAT(DeniedOps(ReadAuditRecords(audit)),
+              ::testing::IsSupersetOf({"read /etc/shadow", "read /etc/gshadow", "read /etc/shadow-",
+                                       "read /etc/gshadow-"}))
+      << ReadHostFile(audit);
+  EXPECT_THAT(r.err,
+              HasSubstr("usentry: read /etc/shadow denied: masked secret (policy: mounts)\n"))
+      << r.Describe();
   const std::string etc = ParseReports(r.out)["list:/etc"];
   EXPECT_THAT(etc, StartsWith("OK")) << r.Describe();
   EXPECT_THAT(etc, HasSubstr(" passwd"));

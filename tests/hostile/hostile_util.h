@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/integration/runner.h"
 
 namespace usentry::testing {
@@ -16,6 +17,13 @@ namespace usentry::testing {
 // "name=outcome" lines of an attack program's stdout; outcome is "OK ..." or an errno
 // name. Later lines with the same name win.
 std::map<std::string, std::string> ParseReports(const std::string& out);
+
+// The records of an --audit file, one JSON object per line; a line that is not one
+// fails the calling test.
+std::vector<nlohmann::json> ReadAuditRecords(const std::string& path);
+// The "syscall" records' {name: status} and the "denied" records' "op path" strings.
+std::map<std::string, std::string> SyscallStatuses(const std::vector<nlohmann::json>& records);
+std::vector<std::string> DeniedOps(const std::vector<nlohmann::json>& records);
 
 // Records every inotify event on a host directory (its own entries, not recursive)
 // from construction on. Used on directories the sandbox must never open, list,

@@ -1,6 +1,7 @@
 // Attacks on host processes, the host kernel, the syscall path and the platform. Each
 // must fail or kill only the app; the sentry must survive and keep serving the app.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,7 +46,10 @@ class SacrificialProcess {
 TEST_P(KernelAttackTest, HostProcessAndKernelAttacksAllFail) {
   SacrificialProcess victim;
   ASSERT_GT(victim.pid(), 0);
-  RunResult r = Attack("kernel_attacks", {absl::StrCat(getpid()), absl::StrCat(victim.pid())});
+  TempDir audit_dir;
+  const std::string audit = audit_dir.path() + "/audit.jsonl";
+  RunResult r = Attack("kernel_attacks", {absl::StrCat(getpid()), absl::StrCat(victim.pid())},
+                       {"--audit", audit});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_THAT(r.out, HasSubstr("\ndone\n")) << r.Describe();
   EXPECT_TRUE(victim.Alive()) << "a host process was killed from inside the sandbox\n"
@@ -83,11 +87,54 @@ TEST_P(KernelAttackTest, HostProcessAndKernelAttacksAllFail) {
                                               "ioperm",
                                               "modify_ldt",
                                               "socket_inet_raw",
-                                              "socket_packet"};
+                                              "socket_packet",
+                                              "open_dev_mem",
+                                              "open_dev_kmem",
+                                              "open_dev_port",
+                                              "open_dev_kmsg",
+                                              "open_made_dev_mem",
+                                              "tiocsti_stdin",
+                                              "tiocsti_stderr"};
   for (const std::string& name : must_fail) {
     ASSERT_TRUE(reports.contains(name)) << name << " not reported\n" << r.Describe();
     EXPECT_THAT(reports[name], Not(StartsWith("OK"))) << name << " succeeded\n" << r.Describe();
   }
+  // A terminal of the sandbox, if any, refuses TIOCSTI too.
+  if (reports.contains("tiocsti_dev_tty")) {
+    EXPECT_THAT(reports["tiocsti_dev_tty"], Not(StartsWith("OK"))) << r.Describe();
+  }
+  // The audit stream names every refused privileged call and the network denial.
+  std::vector<nlohmann::json> records = ReadAuditRecords(audit);
+  std::map<std::string, std::string> syscalls = SyscallStatuses(records);
+  for (const char* name : {"ptrace",
+                           "process_vm_readv",
+                           "process_vm_writev",
+                           "mount",
+                           "umount2",
+                           "unshare",
+                           "setns",
+                           "pivot_root",
+                           "chroot",
+                           "bpf",
+                           "io_uring_setup",
+                           "userfaultfd",
+                           "perf_event_open",
+                           "keyctl",
+                           "add_key",
+                           "init_module",
+                           "delete_module",
+                           "kexec_load",
+                           "reboot",
+                           "iopl",
+                           "ioperm"}) {
+    EXPECT_EQ(syscalls[name], "blocked") << name << "\n" << ReadHostFile(audit);
+  }
+  for (const char* name : {"open_by_handle_at", "modify_ldt"}) {
+    EXPECT_EQ(syscalls[name], "unimplemented") << name << "\n" << ReadHostFile(audit);
+  }
+  EXPECT_THAT(DeniedOps(records), ::testing::Contains("socket AF_INET")) << ReadHostFile(audit);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().value("event", ""), "run_end") << ReadHostFile(audit);
   // Host pids mean nothing inside (the sandbox's own pids are small).
   if (getpid() > 1000 && victim.pid() > 1000) {
     EXPECT_EQ(reports["kill_host_pid_sig0"], "ESRCH") << r.Describe();
@@ -182,6 +229,39 @@ TEST_P(KernelAttackTest, NprocDoesNotKillTheSentry) {
   ExpectSentrySurvived(r);
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_GT(atoi(r.out.c_str()), 0) << r.Describe();
+}
+
+// A setuid-root program from the host's /usr/bin runs with the caller's identity: the
+// sandbox has no setuid (AT_EUID and AT_SECURE prove it), su cannot become root, and
+// the secrets it would read are absent.
+TEST_P(KernelAttackTest, SetuidRootBinaryGivesNoPrivilege) {
+  struct stat st;
+  if (stat("/usr/bin/passwd", &st) != 0 || !(st.st_mode & S_ISUID) || st.st_uid != 0) {
+    GTEST_SKIP() << "no setuid-root /usr/bin/passwd on this host";
+  }
+  TempDir audit_dir;
+  const std::string audit = audit_dir.path() + "/audit.jsonl";
+  RunResult r = Sandboxed(
+      {kBusybox, "sh", "-c",
+       "LD_SHOW_AUXV=1 /usr/bin/passwd --help 2>/dev/null | grep -E '^AT_(EUID|SECURE):'; "
+       "/usr/bin/su -c 'id -u' root </dev/null 2>/dev/null; echo su=$?; "
+       "cat /etc/shadow 2>/dev/null; echo shadow=$?; id -u"},
+      {"--user", "1000:1000", "--audit", audit});
+  ExpectSentrySurvived(r);
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("AT_EUID: +1000\n")) << r.Describe();
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("AT_SECURE: +0\n")) << r.Describe();
+  EXPECT_THAT(r.out, Not(HasSubstr("su=0"))) << r.Describe();
+  EXPECT_THAT(r.out, HasSubstr("shadow=1\n")) << r.Describe();
+  EXPECT_THAT(r.out, ::testing::EndsWith("\n1000\n")) << r.Describe();
+  // The exec tree shows the setuid program ran (and as what: the audit has no uid change).
+  bool saw_passwd = false;
+  for (const nlohmann::json& j : ReadAuditRecords(audit)) {
+    if (j.value("event", "") == "exec" && j.value("path", "") == "/usr/bin/passwd") {
+      saw_passwd = true;
+    }
+  }
+  EXPECT_TRUE(saw_passwd) << ReadHostFile(audit);
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, KernelAttackTest, ::testing::ValuesIn(kTestPlatforms));

@@ -19,12 +19,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,6 +104,21 @@ int main(int argc, char** argv) {
   Report("ioperm", syscall(SYS_ioperm, 0x80, 1, 1));
   // A 32-bit code segment would let app code leave 64-bit mode without a trap.
   Report("modify_ldt", syscall(SYS_modify_ldt, 0, buf, sizeof(buf)));
+
+  // Host kernel memory, I/O ports and log through device nodes: absent or refused.
+  Report("open_dev_mem", open("/dev/mem", O_RDWR));
+  Report("open_dev_kmem", open("/dev/kmem", O_RDWR));
+  Report("open_dev_port", open("/dev/port", O_RDWR));
+  Report("open_dev_kmsg", open("/dev/kmsg", O_RDWR));
+  Report("mknod_dev_mem", mknod("/tmp/hostile-mem", S_IFCHR | 0600, makedev(1, 1)));
+  Report("open_made_dev_mem", open("/tmp/hostile-mem", O_RDWR));
+  // TIOCSTI pushes input into a terminal another program (the user's shell) reads.
+  char c = 'x';
+  Report("tiocsti_stdin", ioctl(0, TIOCSTI, &c));
+  Report("tiocsti_stderr", ioctl(2, TIOCSTI, &c));
+  int tty = open("/dev/tty", O_RDWR | O_NOCTTY);
+  Report("open_dev_tty", tty);
+  if (tty >= 0) Report("tiocsti_dev_tty", ioctl(tty, TIOCSTI, &c));
 
   // Raw network access (created only; nothing is ever sent).
   Report("socket_inet_raw", socket(AF_INET, SOCK_RAW, IPPROTO_RAW));
