@@ -165,16 +165,6 @@ void HostileTest::ExpectSentrySurvived(const RunResult& r) {
   EXPECT_THAT(r.err, ::testing::Not(::testing::HasSubstr("sentry crashed"))) << r.Describe();
 }
 
-std::vector<nlohmann::json> ReadAuditRecords(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  for (absl::string_view line : absl::StrSplit(ReadHostFile(path), '\n', absl::SkipEmpty())) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    EXPECT_TRUE(j.is_object()) << "audit line is not a JSON object: " << line;
-    if (j.is_object()) out.push_back(std::move(j));
-  }
-  return out;
-}
-
 std::map<std::string, std::string> SyscallStatuses(const std::vector<nlohmann::json>& records) {
   std::map<std::string, std::string> out;
   for (const nlohmann::json& j : records) {

@@ -18,9 +18,6 @@ namespace usentry::testing {
 // name. Later lines with the same name win.
 std::map<std::string, std::string> ParseReports(const std::string& out);
 
-// The records of an --audit file, one JSON object per line; a line that is not one
-// fails the calling test.
-std::vector<nlohmann::json> ReadAuditRecords(const std::string& path);
 // The "syscall" records' {name: status} and the "denied" records' "op path" strings.
 std::map<std::string, std::string> SyscallStatuses(const std::vector<nlohmann::json>& records);
 std::vector<std::string> DeniedOps(const std::vector<nlohmann::json>& records);

@@ -38,16 +38,7 @@ class LimitsAttackTest : public HostileTest {
   }
 
   // Every record of the audit stream, one JSON object a line.
-  std::vector<nlohmann::json> Records() const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(audit_path());
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      out.push_back(nlohmann::json::parse(line, nullptr, false));
-      EXPECT_FALSE(out.back().is_discarded()) << "not JSON: " << line;
-    }
-    return out;
-  }
+  std::vector<nlohmann::json> Records() const { return ReadAuditRecords(audit_path()); }
 
   // The "limit" records for `limit`.
   std::vector<nlohmann::json> LimitRecords(const std::string& limit) const {

@@ -29,13 +29,8 @@ class AuditTest : public SandboxTest {
     std::vector<std::string> f = {"--audit", audit_path()};
     f.insert(f.end(), flags.begin(), flags.end());
     RunResult r = Sandboxed(argv, f);
-    records_.clear();
     raw_ = ReadHostFile(audit_path());
-    for (absl::string_view line : absl::StrSplit(raw_, '\n', absl::SkipEmpty())) {
-      Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-      EXPECT_TRUE(j.is_object()) << "not a JSON object: " << line;
-      if (j.is_object()) records_.push_back(std::move(j));
-    }
+    records_ = ReadAuditRecords(audit_path());
     EXPECT_TRUE(raw_.empty() || raw_.back() == '\n') << "the last record is cut";
     return r;
   }

@@ -21,23 +21,6 @@ using ::testing::Not;
 
 class PolicyTest : public SandboxTest {};
 
-std::vector<nlohmann::json> AuditRecords(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  for (absl::string_view line : absl::StrSplit(ReadHostFile(path), '\n', absl::SkipEmpty())) {
-    out.push_back(nlohmann::json::parse(std::string(line)));
-  }
-  return out;
-}
-
-std::vector<nlohmann::json> OfEvent(const std::vector<nlohmann::json>& records,
-                                    const std::string& event) {
-  std::vector<nlohmann::json> out;
-  for (const auto& r : records) {
-    if (r["event"] == event) out.push_back(r);
-  }
-  return out;
-}
-
 TEST_P(PolicyTest, ExecAllowlistRefusesOtherProgramsAndExplains) {
   TempDir dir;
   std::string audit = dir.path() + "/audit.jsonl";
@@ -48,7 +31,7 @@ TEST_P(PolicyTest, ExecAllowlistRefusesOtherProgramsAndExplains) {
   EXPECT_EQ(r.out, "allowed\n");
   EXPECT_THAT(r.err, HasSubstr("usentry: exec /usr/bin/ls denied: not in the exec allowlist "
                                "(policy: exec.allow)\n"));
-  std::vector<nlohmann::json> denied = OfEvent(AuditRecords(audit), "denied");
+  std::vector<nlohmann::json> denied = RecordsOfEvent(ReadAuditRecords(audit), "denied");
   ASSERT_FALSE(denied.empty());
   EXPECT_EQ(denied[0]["op"], "exec");
   EXPECT_EQ(denied[0]["path"], "/usr/bin/ls");
@@ -82,11 +65,11 @@ TEST_P(PolicyTest, TimeoutKillsEveryProcessWithExit124) {
                           {"--timeout", "1s", "--audit", audit});
   EXPECT_EQ(r.exit_code, 124) << r.Describe();
   EXPECT_THAT(r.err, HasSubstr("usentry: timeout: the run exceeded 1s; killed"));
-  std::vector<nlohmann::json> records = AuditRecords(audit);
-  std::vector<nlohmann::json> limits = OfEvent(records, "limit");
+  std::vector<nlohmann::json> records = ReadAuditRecords(audit);
+  std::vector<nlohmann::json> limits = RecordsOfEvent(records, "limit");
   ASSERT_EQ(limits.size(), 1u) << ReadHostFile(audit);
   EXPECT_EQ(limits[0]["limit"], "timeout");
-  std::vector<nlohmann::json> ends = OfEvent(records, "run_end");
+  std::vector<nlohmann::json> ends = RecordsOfEvent(records, "run_end");
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0]["exit_code"], 124);
   EXPECT_EQ(ends[0]["how"], "timeout");
@@ -109,7 +92,7 @@ TEST_P(PolicyTest, PolicyFileWithFlagsOverIt) {
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_EQ(r.out, "/data\nfrom the host\nhello flag yes\n");
   std::vector<nlohmann::json> starts =
-      OfEvent(AuditRecords(dir.path() + "/audit.jsonl"), "run_start");
+      RecordsOfEvent(ReadAuditRecords(dir.path() + "/audit.jsonl"), "run_start");
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_THAT(starts[0]["policy_digest"].get<std::string>(), ::testing::StartsWith("sha256:"));
   EXPECT_EQ(starts[0]["policy"]["workdir"], "/data");
@@ -158,7 +141,7 @@ TEST_P(PolicyTest, AppCannotReachTheAuditFile) {
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   std::string text = ReadHostFile(audit);
   EXPECT_THAT(text, Not(HasSubstr("FORGED")));
-  for (const auto& rec : AuditRecords(audit)) EXPECT_TRUE(rec.contains("event"));
+  for (const auto& rec : ReadAuditRecords(audit)) EXPECT_TRUE(rec.contains("event"));
 }
 
 // Started by an ordinary user (here: root dropping to nobody with setpriv), usentry
@@ -196,7 +179,7 @@ TEST_P(PolicyTest, AnOrdinaryUserGetsEveryLayer) {
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_EQ(r.out, "0\nok\n");
   EXPECT_THAT(r.err, Not(HasSubstr("warning")));
-  std::vector<nlohmann::json> starts = OfEvent(AuditRecords(audit), "run_start");
+  std::vector<nlohmann::json> starts = RecordsOfEvent(ReadAuditRecords(audit), "run_start");
   ASSERT_EQ(starts.size(), 1u);
   for (const auto& layer : starts[0]["layers"]) {
     EXPECT_TRUE(layer["applied"].get<bool>()) << layer.dump();

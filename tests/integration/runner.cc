@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 extern char** environ;
 
@@ -189,6 +190,25 @@ RunResult SandboxTest::Native(const std::vector<std::string>& argv, const std::s
   req.cwd = cwd;
   req.stdin_data = stdin_data;
   return RunProcess(req);
+}
+
+std::vector<nlohmann::json> ReadAuditRecords(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  for (absl::string_view line : absl::StrSplit(ReadHostFile(path), '\n', absl::SkipEmpty())) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(j.is_object()) << "audit line is not a JSON object: " << line;
+    if (j.is_object()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> RecordsOfEvent(const std::vector<nlohmann::json>& records,
+                                           const std::string& event) {
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& r : records) {
+    if (r.value("event", "") == event) out.push_back(r);
+  }
+  return out;
 }
 
 void SandboxTest::ExpectSameAsNative(std::vector<std::string> argv,

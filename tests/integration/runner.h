@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace usentry::testing {
 
@@ -57,6 +58,12 @@ class TempDir {
 };
 
 std::string ReadHostFile(const std::string& path);
+// The records of an --audit file, one JSON object a line (a line that is not one fails
+// the test and is skipped).
+std::vector<nlohmann::json> ReadAuditRecords(const std::string& path);
+// The records whose "event" is `event`, in order.
+std::vector<nlohmann::json> RecordsOfEvent(const std::vector<nlohmann::json>& records,
+                                           const std::string& event);
 void WriteHostFile(const std::string& path, const std::string& content);
 bool HostPathExists(const std::string& path);
 
