@@ -245,12 +245,7 @@ bool WaitForInitOrTimeout(Kernel& k, absl::Time start, absl::Duration timeout)
                                    {"action", "killed all processes"}});
     fprintf(stderr, "usentry: timeout: the run exceeded %s; killed\n",
             absl::FormatDuration(timeout).c_str());
-    siginfo_t info{};
-    info.si_signo = SIGKILL;
-    info.si_code = SI_KERNEL;
-    for (auto& tg : k.ThreadGroups()) {
-      if (!tg->zombie) SendGroupSignal(*tg, info);
-    }
+    k.limits().KillAll();
     while (!k.init_exited) k.init_exit_cv.Wait(&k.mu);
     return true;
   }

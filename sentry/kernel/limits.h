@@ -70,11 +70,12 @@ class LimitMonitor {
   void AddAppTime(absl::Duration d) { app_time_ += d; }
   // Set when --cpu-time killed the sandbox (the run exits kExitCpuTime).
   bool cpu_time_exceeded() const { return cpu_exceeded_; }
+  // SIGKILLs every process of the sandbox (--cpu-time, --timeout). Kernel lock held.
+  void KillAll();
 
  private:
   void Sample();
   void KillForMemory(uint64_t resident);
-  void KillAll();
 
   Kernel& k_;
   std::shared_ptr<Timer> watchdog_;
