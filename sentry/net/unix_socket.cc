@@ -7,8 +7,6 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include <atomic>
-
 #include "absl/strings/str_cat.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -18,11 +16,8 @@
 namespace usentry::sentry::net {
 namespace {
 
-std::atomic<uint64_t> next_socket_ino{1};
-constexpr uint64_t kSockfsDev = 0x8;
-
-constexpr EventMask kReadable = POLLIN | POLLRDNORM;
-constexpr EventMask kWritable = POLLOUT | POLLWRNORM | POLLWRBAND;
+constexpr EventMask kReadable = kReadableEvents;
+constexpr EventMask kWritable = kWritableEvents;
 
 Ucred CredsOf(Task& task) {
   return Ucred{task.thread_group().pid(), task.creds().euid, task.creds().egid};
@@ -51,13 +46,8 @@ void Message::Uncharge(size_t n) {
 
 UnixSocket::UnixSocket(std::shared_ptr<UnixNamespace> ns, int type, int status_flags, uint32_t uid,
                        uint32_t gid)
-    : vfs::FileDescription(vfs::Path{}, O_RDWR | (status_flags & O_NONBLOCK)),
+    : Socket(AF_UNIX, type, 0, status_flags, uid, gid),
       ns_(std::move(ns)),
-      type_(type),
-      ino_(next_socket_ino++),
-      uid_(uid),
-      gid_(gid),
-      ctime_(vfs::NowTimespec()),
       send_buf_(std::make_shared<SendBuffer>()) {
   send_buf_->owner = &wq_;
 }
@@ -138,6 +128,11 @@ SysStatus UnixSocket::Bind(Task& task, const std::string& sockaddr) {
   return SysOk();
 }
 
+SysResult<std::string> UnixSocket::PeerName() {
+  ASSIGN_OR_RETURN_ERRNO(UnixAddress peer, PeerAddress());
+  return peer.ToSockaddr();
+}
+
 SysResult<UnixAddress> UnixSocket::PeerAddress() const {
   if (state_ != State::kConnected) return Errno{ENOTCONN};
   if (auto p = peer_.lock()) return p->addr_;
@@ -161,7 +156,7 @@ SysStatus UnixSocket::Listen(Task& task, int backlog) {
   return SysOk();
 }
 
-SysResult<std::shared_ptr<UnixSocket>> UnixSocket::Accept(Task& task) {
+SysResult<std::shared_ptr<Socket>> UnixSocket::Accept(Task& task, std::string* peer) {
   if (type_ == SOCK_DGRAM) return Errno{EOPNOTSUPP};
   if (state_ != State::kListening) return Errno{EINVAL};
   RETURN_IF_ERRNO(WaitLoop(&task, nonblocking(), rcvtimeo_, {&wq_}, kReadable, [&]() -> SysStatus {
@@ -174,7 +169,9 @@ SysResult<std::shared_ptr<UnixSocket>> UnixSocket::Accept(Task& task) {
   s->embryo_ = false;
   s->passcred_ = passcred_;  // inherited at accept time, like Linux's SOCK_PASSCRED
   WakePeerWaiters();         // room in the backlog for a waiting connect
-  return s;
+  auto p = s->PeerAddress();
+  *peer = p.ok() ? p->ToSockaddr() : UnixAddress{}.ToSockaddr();
+  return std::shared_ptr<Socket>(std::move(s));
 }
 
 SysStatus UnixSocket::Connect(Task& task, const std::string& sockaddr) {
@@ -305,18 +302,6 @@ EventMask UnixSocket::Readiness(EventMask mask) {
   return r & (mask | POLLERR | POLLHUP);
 }
 
-SysResult<vfs::Attr> UnixSocket::Stat() {
-  vfs::Attr a;
-  a.dev = kSockfsDev;
-  a.ino = ino_;
-  a.mode = S_IFSOCK | 0777;
-  a.uid = uid_;
-  a.gid = gid_;
-  a.blksize = 4096;
-  a.atime = a.mtime = a.ctime = ctime_;
-  return a;
-}
-
 SysResult<uint64_t> UnixSocket::Ioctl(Task& task, uint64_t cmd, uint64_t arg) {
   int amount;
   switch (cmd) {
@@ -337,7 +322,5 @@ SysResult<uint64_t> UnixSocket::Ioctl(Task& task, uint64_t cmd, uint64_t arg) {
   RETURN_IF_ERRNO(task.mm().CopyOutObj(mm::GuestAddr(arg), amount));
   return uint64_t{0};
 }
-
-std::string UnixSocket::AnonName() const { return absl::StrCat("socket:[", ino_, "]"); }
 
 }  // namespace usentry::sentry::net

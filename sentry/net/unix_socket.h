@@ -33,32 +33,14 @@
 #include "absl/types/span.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/kernel/wait_queue.h"
+#include "sentry/net/socket.h"
 #include "sentry/net/unix_address.h"
 #include "sentry/net/unix_namespace.h"
-#include "sentry/vfs/file_description.h"
 
 namespace usentry::sentry::net {
 
-inline constexpr int kShutRd = 1;  // Linux RCV_SHUTDOWN
-inline constexpr int kShutWr = 2;  // Linux SEND_SHUTDOWN
-inline constexpr int kShutBoth = kShutRd | kShutWr;
-
-// Defaults and limits with Linux's default sysctl values.
-inline constexpr int kDefaultSockBuf = 212992;    // net.core.{w,r}mem_default
-inline constexpr int kSockBufMax = 212992;        // net.core.{w,r}mem_max
-inline constexpr int kMinSndbuf = 4608;           // SOCK_MIN_SNDBUF
-inline constexpr int kMinRcvbuf = 2304;           // SOCK_MIN_RCVBUF
 inline constexpr size_t kMaxDgramQlen = 10;       // net.unix.max_dgram_qlen
-inline constexpr int kSomaxconn = 4096;           // net.core.somaxconn
 inline constexpr size_t kMaxFdsPerMessage = 253;  // SCM_MAX_FD
-
-// Credentials as SO_PEERCRED / SCM_CREDENTIALS carry them, in the sandbox's view.
-struct Ucred {
-  int32_t pid = 0;
-  uint32_t uid = ~0u;
-  uint32_t gid = ~0u;
-  bool operator==(const Ucred& o) const { return pid == o.pid && uid == o.uid && gid == o.gid; }
-};
 
 // What a socket has sent that receivers have not read yet (SO_SNDBUF accounting).
 struct SendBuffer {
@@ -87,31 +69,7 @@ struct Message {
   size_t charge = 0;
 };
 
-// Arguments of a send: the data (sentry spans), the raw destination (msg_name, when
-// msg_namelen != 0) and the parsed control messages.
-struct SendArgs {
-  absl::Span<const iovec> data;
-  std::optional<std::string> name;
-  std::vector<std::shared_ptr<vfs::FileDescription>> rights;
-  std::optional<Ucred> creds;  // explicit SCM_CREDENTIALS (already validated)
-  int flags = 0;
-  // write(2) ignores SO_SNDTIMEO: the VFS's blocking loop would retry a timed-out call.
-  bool use_timeout = true;
-};
-
-// What a receive reports besides the data.
-struct RecvResult {
-  size_t copied = 0;
-  size_t msg_len = 0;  // dgram/seqpacket: the whole message (MSG_TRUNC)
-  int msg_flags = 0;   // MSG_TRUNC
-  bool has_from = false;
-  UnixAddress from;
-  bool has_creds = false;  // set when SO_PASSCRED is on and data was read
-  Ucred creds;
-  std::vector<std::shared_ptr<vfs::FileDescription>> rights;
-};
-
-class UnixSocket : public vfs::FileDescription {
+class UnixSocket : public Socket {
  public:
   // `type` is SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET; `status_flags` may hold O_NONBLOCK.
   // uid/gid own the socket inode (fstat).
@@ -125,38 +83,36 @@ class UnixSocket : public vfs::FileDescription {
              uint32_t gid);
   ~UnixSocket() override;
 
-  int type() const { return type_; }
-
   // --- names and connections (unix_socket.cc) ---
-  SysStatus Bind(Task& task, const std::string& sockaddr);
-  SysStatus Listen(Task& task, int backlog);
-  SysResult<std::shared_ptr<UnixSocket>> Accept(Task& task);
-  SysStatus Connect(Task& task, const std::string& sockaddr);
-  SysStatus Shutdown(int how);
+  SysStatus Bind(Task& task, const std::string& sockaddr) override;
+  SysStatus Listen(Task& task, int backlog) override;
+  SysResult<std::shared_ptr<Socket>> Accept(Task& task, std::string* peer) override;
+  SysStatus Connect(Task& task, const std::string& sockaddr) override;
+  SysStatus Shutdown(int how) override;
+  std::string SockName() override { return addr_.ToSockaddr(); }
+  SysResult<std::string> PeerName() override;
   const UnixAddress& local_address() const { return addr_; }
   SysResult<UnixAddress> PeerAddress() const;
 
   // --- data (unix_socket_io.cc) ---
-  // `task` may be null only in tests (no blocking, no credentials, no SIGPIPE).
-  SysResult<size_t> SendMsg(Task* task, SendArgs& args);
-  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out);
+  SysResult<size_t> SendMsg(Task* task, SendArgs& args) override;
+  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
+                            RecvResult* out) override;
 
   // --- options (unix_sockopt.cc) ---
-  // The option's full value as bytes (the caller truncates to the app's optlen).
-  SysResult<std::string> GetOption(int level, int name);
-  SysStatus SetOption(Task& task, int level, int name, const std::string& value);
+  SysResult<std::string> GetOption(Task& task, int level, int name) override;
+  SysStatus SetOption(Task& task, int level, int name, const std::string& value) override;
+  bool takes_unix_control() const override { return true; }
 
   // --- FileDescription ---
   SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
   SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
-  SysResult<vfs::Attr> Stat() override;
   SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
   EventMask Readiness(EventMask mask) override;
-  WaitQueue* wait_queue() override { return &wq_; }
-  std::string AnonName() const override;
 
  private:
   enum class State { kUnconnected, kListening, kConnected };
+  bool listening() const override { return state_ == State::kListening; }
 
   std::shared_ptr<UnixSocket> self() {
     return std::static_pointer_cast<UnixSocket>(shared_from_this());
@@ -183,13 +139,8 @@ class UnixSocket : public vfs::FileDescription {
   // A message from this socket carrying `len` bytes of `src` from `offset`, charged to
   // our send buffer.
   Message MakeMessage(Task* task, const SendArgs& args, size_t offset, size_t len);
-  bool nonblocking_for(int flags) const { return nonblocking() || (flags & MSG_DONTWAIT); }
 
   std::shared_ptr<UnixNamespace> ns_;
-  const int type_;
-  const uint64_t ino_;
-  const uint32_t uid_, gid_;
-  const struct timespec ctime_;
   State state_ = State::kUnconnected;
   bool embryo_ = false;  // made by connect(), not accepted yet
 
@@ -200,7 +151,6 @@ class UnixSocket : public vfs::FileDescription {
   Ucred peer_cred_;        // SO_PEERCRED
   Ucred listen_cred_;      // what connecting clients see as SO_PEERCRED
   int shutdown_ = 0;       // kShut* bits
-  int error_ = 0;          // pending SO_ERROR
 
   std::deque<Message> rx_;
   size_t rx_bytes_ = 0;  // unread data bytes in rx_
@@ -209,16 +159,7 @@ class UnixSocket : public vfs::FileDescription {
   std::shared_ptr<SendBuffer> send_buf_;
   std::vector<std::weak_ptr<UnixSocket>> peer_waiters_;
 
-  // Options.
-  bool passcred_ = false;
-  int sndbuf_ = kDefaultSockBuf;
-  int rcvbuf_ = kDefaultSockBuf;
-  std::map<int, int> flag_opts_;  // accepted boolean/int options (SO_REUSEADDR, ...)
-  struct linger linger_ {};
-  absl::Duration rcvtimeo_ = absl::ZeroDuration();  // zero = forever
-  absl::Duration sndtimeo_ = absl::ZeroDuration();
-
-  WaitQueue wq_;
+  bool passcred_ = false;  // SO_PASSCRED
 };
 
 }  // namespace usentry::sentry::net

@@ -16,44 +16,11 @@
 namespace usentry::sentry::net {
 namespace {
 
-constexpr EventMask kReadable = POLLIN | POLLRDNORM;
-constexpr EventMask kWritable = POLLOUT | POLLWRNORM | POLLWRBAND;
+constexpr EventMask kReadable = kReadableEvents;
+constexpr EventMask kWritable = kWritableEvents;
 // Charged per message on top of its data, like an skb's truesize: floods of tiny
 // messages run out of send buffer too.
 constexpr size_t kMessageOverhead = 512;
-
-// Copies n bytes of src into the spans, starting `off` bytes into them.
-void CopyToSpans(absl::Span<const iovec> dst, size_t off, const uint8_t* src, size_t n) {
-  for (const iovec& v : dst) {
-    if (n == 0) return;
-    if (off >= v.iov_len) {
-      off -= v.iov_len;
-      continue;
-    }
-    size_t run = std::min(v.iov_len - off, n);
-    memcpy(static_cast<uint8_t*>(v.iov_base) + off, src, run);
-    src += run;
-    n -= run;
-    off = 0;
-  }
-}
-
-std::vector<uint8_t> GatherSpans(absl::Span<const iovec> src, size_t off, size_t n) {
-  std::vector<uint8_t> out(n);
-  size_t done = 0;
-  for (const iovec& v : src) {
-    if (done == n) break;
-    if (off >= v.iov_len) {
-      off -= v.iov_len;
-      continue;
-    }
-    size_t run = std::min(v.iov_len - off, n - done);
-    memcpy(out.data() + done, static_cast<const uint8_t*>(v.iov_base) + off, run);
-    done += run;
-    off = 0;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -224,8 +191,7 @@ SysResult<size_t> UnixSocket::RecvStream(Task* task, absl::Span<const iovec> dst
           if (passcred_ && have_creds && !(m.creds == out->creds)) break;
           if (!have_creds) {
             out->creds = m.creds;
-            out->from = m.from;
-            out->has_from = true;
+            out->from = m.from.unnamed() ? "" : m.from.ToSockaddr();
             have_creds = true;
           }
           size_t n = std::min(m.remaining(), total - copied);
@@ -286,8 +252,7 @@ SysResult<size_t> UnixSocket::RecvDatagram(Task* task, absl::Span<const iovec> d
         out->copied = n;
         out->msg_len = m.data.size();
         if (n < m.data.size()) out->msg_flags |= MSG_TRUNC;
-        out->has_from = true;
-        out->from = m.from;
+        out->from = m.from.unnamed() ? "" : m.from.ToSockaddr();
         out->creds = m.creds;
         if (peek) {
           out->rights = m.rights;

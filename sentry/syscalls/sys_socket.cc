@@ -11,6 +11,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/net/unix_socket.h"
 #include "sentry/vfs/fd_table.h"
 
 namespace usentry::sentry {
@@ -57,13 +58,12 @@ SysResult<SocketKind> CheckSocketArgs(int family, int type, int protocol, bool p
 SyscallResult DoAccept(Task& task, int fd, mm::GuestAddr addr, mm::GuestAddr len_addr, int flags) {
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(auto sock, GetSocket(task, fd));
-  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<net::UnixSocket> conn, sock->Accept(task));
+  std::string peer;
+  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<net::Socket> conn, sock->Accept(task, &peer));
   if (flags & SOCK_NONBLOCK) RETURN_IF_ERRNO(conn->SetStatusFlags(conn->flags() | O_NONBLOCK));
   if (!addr.IsNull()) {
-    auto peer = conn->PeerAddress();
-    std::string sa = peer.ok() ? peer->ToSockaddr() : net::UnixAddress{}.ToSockaddr();
     // The connection is lost if the address cannot be stored, as on Linux.
-    RETURN_IF_ERRNO(CopyOutSockaddr(task, sa, addr, len_addr));
+    RETURN_IF_ERRNO(CopyOutSockaddr(task, peer, addr, len_addr));
   }
   ASSIGN_OR_RETURN_ERRNO(int nfd, task.fds().Install(conn, flags & SOCK_CLOEXEC));
   return static_cast<uint64_t>(nfd);
@@ -71,9 +71,9 @@ SyscallResult DoAccept(Task& task, int fd, mm::GuestAddr addr, mm::GuestAddr len
 
 }  // namespace
 
-SysResult<std::shared_ptr<net::UnixSocket>> GetSocket(Task& task, int fd) {
+SysResult<std::shared_ptr<net::Socket>> GetSocket(Task& task, int fd) {
   ASSIGN_OR_RETURN_ERRNO(auto file, task.fds().Get(fd));
-  auto sock = std::dynamic_pointer_cast<net::UnixSocket>(file);
+  auto sock = std::dynamic_pointer_cast<net::Socket>(file);
   if (!sock) return Errno{ENOTSOCK};
   return sock;
 }
@@ -169,15 +169,14 @@ SyscallResult SysConnect(Task& task, const SyscallArgs& args) {
 
 SyscallResult SysGetsockname(Task& task, const SyscallArgs& args) {
   ASSIGN_OR_RETURN_ERRNO(auto sock, GetSocket(task, args.i32(0)));
-  RETURN_IF_ERRNO(
-      CopyOutSockaddr(task, sock->local_address().ToSockaddr(), args.ptr(1), args.ptr(2)));
+  RETURN_IF_ERRNO(CopyOutSockaddr(task, sock->SockName(), args.ptr(1), args.ptr(2)));
   return uint64_t{0};
 }
 
 SyscallResult SysGetpeername(Task& task, const SyscallArgs& args) {
   ASSIGN_OR_RETURN_ERRNO(auto sock, GetSocket(task, args.i32(0)));
-  ASSIGN_OR_RETURN_ERRNO(net::UnixAddress peer, sock->PeerAddress());
-  RETURN_IF_ERRNO(CopyOutSockaddr(task, peer.ToSockaddr(), args.ptr(1), args.ptr(2)));
+  ASSIGN_OR_RETURN_ERRNO(std::string peer, sock->PeerName());
+  RETURN_IF_ERRNO(CopyOutSockaddr(task, peer, args.ptr(1), args.ptr(2)));
   return uint64_t{0};
 }
 
@@ -192,7 +191,7 @@ SyscallResult SysGetsockopt(Task& task, const SyscallArgs& args) {
   mm::GuestAddr len_addr = args.ptr(4);
   ASSIGN_OR_RETURN_ERRNO(int len, task.mm().CopyInObj<int>(len_addr));
   if (len < 0) return Errno{EINVAL};
-  ASSIGN_OR_RETURN_ERRNO(std::string v, sock->GetOption(args.i32(1), args.i32(2)));
+  ASSIGN_OR_RETURN_ERRNO(std::string v, sock->GetOption(task, args.i32(1), args.i32(2)));
   size_t n = std::min(static_cast<size_t>(len), v.size());
   if (n > 0) RETURN_IF_ERRNO(task.mm().CopyOut(args.ptr(3), v.data(), n));
   RETURN_IF_ERRNO(task.mm().CopyOutObj(len_addr, static_cast<int>(n)));

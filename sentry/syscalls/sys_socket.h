@@ -1,13 +1,13 @@
-// Socket syscalls: AF_UNIX sockets (sentry/net); other families are refused until the
-// netstack exists. sys_socket.cc: creation, names, connections, options;
-// sys_socket_msg.cc: send*/recv* with msghdr and control messages.
+// Socket syscalls over net::Socket (sentry/net: AF_UNIX, AF_INET/AF_INET6, AF_NETLINK).
+// sys_socket.cc: creation, names, connections, options; sys_socket_msg.cc: send*/recv*
+// with msghdr and control messages.
 #ifndef USENTRY_SENTRY_SYSCALLS_SYS_SOCKET_H_
 #define USENTRY_SENTRY_SYSCALLS_SYS_SOCKET_H_
 
 #include <memory>
 #include <string>
 
-#include "sentry/net/unix_socket.h"
+#include "sentry/net/socket.h"
 #include "sentry/syscalls/syscall.h"
 
 namespace usentry::sentry {
@@ -34,7 +34,7 @@ SyscallResult SysRecvmmsg(Task& task, const SyscallArgs& args);
 
 // Shared by both files.
 // The socket behind `fd`: EBADF, or ENOTSOCK for other files.
-SysResult<std::shared_ptr<net::UnixSocket>> GetSocket(Task& task, int fd);
+SysResult<std::shared_ptr<net::Socket>> GetSocket(Task& task, int fd);
 // An app sockaddr of `len` bytes (EINVAL past sizeof(sockaddr_storage) or negative).
 SysResult<std::string> CopyInSockaddr(Task& task, mm::GuestAddr addr, int64_t len);
 // Linux's move_addr_to_user: reads the app's int length at `len_addr` (EINVAL if

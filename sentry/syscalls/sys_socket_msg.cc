@@ -1,5 +1,5 @@
 // sendto, recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg: msghdr and control-message
-// marshalling around UnixSocket::SendMsg/RecvMsg.
+// marshalling around Socket::SendMsg/RecvMsg.
 #include <limits.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -14,6 +14,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/net/unix_socket.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/syscalls/sys_socket.h"
 #include "sentry/vfs/fd_table.h"
@@ -43,7 +44,7 @@ constexpr size_t kCmsgHdrLen = sizeof(abi::CmsgHdr);
 // app memory first-touches each page through the sentry's mapping, which costs more
 // than the extra copy from about two pages.
 constexpr size_t kBounceMin = 8 << 10;
-SysResult<size_t> ReceiveInto(Task& task, net::UnixSocket& sock, absl::Span<const iovec> iovs,
+SysResult<size_t> ReceiveInto(Task& task, net::Socket& sock, absl::Span<const iovec> iovs,
                               int flags, net::RecvResult* out) {
   size_t total = 0;
   for (const iovec& v : iovs) total += v.iov_len;
@@ -58,9 +59,10 @@ SysResult<size_t> ReceiveInto(Task& task, net::UnixSocket& sock, absl::Span<cons
 }
 
 // Parses the control messages of a send into `args` (Linux's __scm_send): SCM_RIGHTS
-// and SCM_CREDENTIALS at SOL_SOCKET; other levels are ignored; anything else EINVAL.
-SysStatus ParseControl(Task& task, mm::GuestAddr control, uint64_t controllen,
-                       net::SendArgs& args) {
+// and SCM_CREDENTIALS at SOL_SOCKET on AF_UNIX sockets; other levels are ignored;
+// anything else at SOL_SOCKET is EINVAL (sock_cmsg_send for the other families).
+SysStatus ParseControl(Task& task, const net::Socket& sock, mm::GuestAddr control,
+                       uint64_t controllen, net::SendArgs& args) {
   if (controllen > INT_MAX) return Errno{ENOBUFS};
   if (controllen < kCmsgHdrLen) return SysOk();
   std::string buf(controllen, '\0');
@@ -73,6 +75,7 @@ SysStatus ParseControl(Task& task, mm::GuestAddr control, uint64_t controllen,
     const char* data = buf.data() + off + kCmsgHdrLen;
     size_t data_len = h.len - kCmsgHdrLen;
     if (h.level == SOL_SOCKET) {
+      if (!sock.takes_unix_control()) return Errno{EINVAL};
       if (h.type == SCM_RIGHTS) {
         size_t n = data_len / sizeof(int);
         if (args.rights.size() + n > net::kMaxFdsPerMessage) return Errno{EINVAL};
@@ -174,8 +177,7 @@ SysResult<std::vector<iovec>> MsgIovecs(Task& task, const MsgHdr& h, mm::Access 
   return iovs;
 }
 
-SysResult<size_t> SendMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr msg_addr,
-                              int flags) {
+SysResult<size_t> SendMsgCore(Task& task, net::Socket& sock, mm::GuestAddr msg_addr, int flags) {
   ASSIGN_OR_RETURN_ERRNO(MsgHdr h, task.mm().CopyInObj<MsgHdr>(msg_addr));
   net::SendArgs args;
   args.flags = flags;
@@ -186,12 +188,11 @@ SysResult<size_t> SendMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr m
   }
   ASSIGN_OR_RETURN_ERRNO(auto iovs, MsgIovecs(task, h, mm::Access::kRead));
   args.data = iovs;
-  RETURN_IF_ERRNO(ParseControl(task, mm::GuestAddr(h.control), h.controllen, args));
+  RETURN_IF_ERRNO(ParseControl(task, sock, mm::GuestAddr(h.control), h.controllen, args));
   return sock.SendMsg(&task, args);
 }
 
-SysResult<size_t> RecvMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr msg_addr,
-                              int flags) {
+SysResult<size_t> RecvMsgCore(Task& task, net::Socket& sock, mm::GuestAddr msg_addr, int flags) {
   ASSIGN_OR_RETURN_ERRNO(MsgHdr h, task.mm().CopyInObj<MsgHdr>(msg_addr));
   if (h.controllen > INT_MAX) return Errno{ENOBUFS};
   if (h.name != 0 && static_cast<int32_t>(h.namelen) < 0) return Errno{EINVAL};
@@ -199,7 +200,7 @@ SysResult<size_t> RecvMsgCore(Task& task, net::UnixSocket& sock, mm::GuestAddr m
   net::RecvResult out;
   ASSIGN_OR_RETURN_ERRNO(size_t n, ReceiveInto(task, sock, iovs, flags, &out));
   if (h.name != 0) {
-    std::string sa = out.has_from && !out.from.unnamed() ? out.from.ToSockaddr() : "";
+    const std::string& sa = out.from;
     size_t copy = std::min<size_t>(h.namelen, sa.size());
     if (copy > 0) RETURN_IF_ERRNO(task.mm().CopyOut(mm::GuestAddr(h.name), sa.data(), copy));
     h.namelen = static_cast<uint32_t>(sa.size());
@@ -250,8 +251,7 @@ SyscallResult SysRecvfrom(Task& task, const SyscallArgs& args) {
   net::RecvResult out;
   ASSIGN_OR_RETURN_ERRNO(size_t n, ReceiveInto(task, *sock, iovs, args.i32(3), &out));
   if (!args.ptr(4).IsNull()) {
-    std::string sa = out.has_from && !out.from.unnamed() ? out.from.ToSockaddr() : "";
-    RETURN_IF_ERRNO(CopyOutSockaddr(task, sa, args.ptr(4), args.ptr(5)));
+    RETURN_IF_ERRNO(CopyOutSockaddr(task, out.from, args.ptr(4), args.ptr(5)));
   }
   return uint64_t{n};
 }
