@@ -24,6 +24,7 @@
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/timers.h"
+#include "sentry/net/sandbox_network.h"
 #include "sentry/policy/policy.h"
 
 namespace usentry::gofer {
@@ -58,6 +59,8 @@ struct KernelOptions {
   std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
   // Masked host secrets (sandbox glob patterns): their absence is explained as a denial.
   std::vector<std::string> masked_paths;
+  // The network the app sees: loopback always, eth0 when the policy allows egress.
+  net::SandboxNetwork network;
 };
 
 // Syscall numbers counted per run (the x86-64 table ends below 512).

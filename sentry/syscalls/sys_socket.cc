@@ -11,7 +11,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
-#include "sentry/net/unix_socket.h"
+#include "sentry/net/socket_factory.h"
 #include "sentry/vfs/fd_table.h"
 
 namespace usentry::sentry {
@@ -23,35 +23,19 @@ constexpr int kAfMax = 46;    // AF_MAX
 constexpr size_t kMaxOptLen = 256;
 
 struct SocketKind {
-  int type;
+  int type;          // the base type, without SOCK_NONBLOCK/SOCK_CLOEXEC
   int status_flags;  // O_NONBLOCK
   bool cloexec;
 };
 
-// The checks socket() and socketpair() share, in Linux's order.
-SysResult<SocketKind> CheckSocketArgs(int family, int type, int protocol, bool pair) {
+// The checks socket() and socketpair() share before the family has its say, in Linux's
+// order.
+SysResult<SocketKind> CheckSocketArgs(int family, int type) {
   int flags = type & ~kSockTypeMask;
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return Errno{EINVAL};
   int base = type & kSockTypeMask;
   if (family < 0 || family >= kAfMax) return Errno{EAFNOSUPPORT};
   if (base < 0 || base >= kSockMax) return Errno{EINVAL};
-  if (family != AF_UNIX) {
-    // Internet sockets wait for the netstack; Linux itself has no inet socketpair.
-    if (pair && (family == AF_INET || family == AF_INET6)) return Errno{EOPNOTSUPP};
-    return Errno{EAFNOSUPPORT};
-  }
-  if (protocol != 0 && protocol != PF_UNIX) return Errno{EPROTONOSUPPORT};
-  switch (base) {
-    case SOCK_STREAM:
-    case SOCK_DGRAM:
-    case SOCK_SEQPACKET:
-      break;
-    case SOCK_RAW:  // Linux treats a raw unix socket as a datagram one
-      base = SOCK_DGRAM;
-      break;
-    default:
-      return Errno{ESOCKTNOSUPPORT};
-  }
   return SocketKind{base, (flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0, (flags & SOCK_CLOEXEC) != 0};
 }
 
@@ -97,31 +81,18 @@ SysStatus CopyOutSockaddr(Task& task, const std::string& sa, mm::GuestAddr addr,
 }
 
 SyscallResult SysSocket(Task& task, const SyscallArgs& args) {
-  SysResult<SocketKind> checked = CheckSocketArgs(args.i32(0), args.i32(1), args.i32(2), false);
-  if (!checked.ok()) {
-    // The network is off: say so (audit "denied", --explain) rather than leave the app
-    // with a bare EAFNOSUPPORT.
-    int family = args.i32(0);
-    if (checked.error() == EAFNOSUPPORT && (family == AF_INET || family == AF_INET6)) {
-      task.kernel().audit().Denied(task.thread_group().pid(), "socket",
-                                   family == AF_INET ? "AF_INET" : "AF_INET6", EAFNOSUPPORT,
-                                   "network not allowed", "net");
-    }
-    return Errno{checked.error()};
-  }
-  SocketKind k = std::move(checked).value();
-  auto sock = net::UnixSocket::New(task.kernel().unix_namespace(), k.type, k.status_flags,
-                                   task.creds().fsuid, task.creds().fsgid);
+  ASSIGN_OR_RETURN_ERRNO(SocketKind k, CheckSocketArgs(args.i32(0), args.i32(1)));
+  ASSIGN_OR_RETURN_ERRNO(auto sock,
+                         net::NewSocket(task, args.i32(0), k.type, args.i32(2), k.status_flags));
   ASSIGN_OR_RETURN_ERRNO(int fd, task.fds().Install(sock, k.cloexec));
   return static_cast<uint64_t>(fd);
 }
 
 SyscallResult SysSocketpair(Task& task, const SyscallArgs& args) {
-  ASSIGN_OR_RETURN_ERRNO(SocketKind k,
-                         CheckSocketArgs(args.i32(0), args.i32(1), args.i32(2), true));
-  net::Ucred creds{task.thread_group().pid(), task.creds().euid, task.creds().egid};
-  auto [a, b] = net::UnixSocket::NewPair(task.kernel().unix_namespace(), k.type, k.status_flags,
-                                         creds, task.creds().fsuid, task.creds().fsgid);
+  ASSIGN_OR_RETURN_ERRNO(SocketKind k, CheckSocketArgs(args.i32(0), args.i32(1)));
+  ASSIGN_OR_RETURN_ERRNO(
+      auto pair, net::NewSocketPair(task, args.i32(0), k.type, args.i32(2), k.status_flags));
+  auto [a, b] = std::move(pair);
   vfs::FdTable& fds = task.fds();
   ASSIGN_OR_RETURN_ERRNO(int fa, fds.Install(a, k.cloexec));
   auto fb = fds.Install(b, k.cloexec);
