@@ -287,7 +287,7 @@ NetVerdict CheckName(const NetPolicy& net, absl::string_view name) {
   for (const NetRule& r : net.allow) {
     if (r.MatchesName(name)) return {true, absl::StrCat("rule ", r.ToString()), std::string(name)};
   }
-  if (!net.egress()) return {false, "the sandbox has no network (policy: net)", ""};
+  if (!net.egress()) return {false, "the sandbox has no network (allow destinations with --allow-net)", ""};
   return {false, absl::StrCat(name, " is not in the allowlist"), ""};
 }
 
@@ -295,7 +295,7 @@ NetVerdict CheckDestination(const NetPolicy& net, const NameBindings& bindings, 
                             uint16_t port, NetProto proto) {
   const IpAddress u = ip.Unmapped();
   const std::string dst = absl::StrCat(u.ToString(), ":", port, "/", NetProtoName(proto));
-  if (!net.egress()) return {false, "the sandbox has no network (policy: net)", ""};
+  if (!net.egress()) return {false, "the sandbox has no network (allow destinations with --allow-net)", ""};
   if (std::optional<std::string> blocked = BlockedRange(u)) {
     for (const NetRule& r : net.allow) {
       if (r.kind == NetRule::Kind::kCidr && r.private_ok && r.cidr.Contains(u) &&
