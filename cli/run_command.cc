@@ -51,6 +51,7 @@ sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
   config.uid = p.identity.uid;
   config.gid = p.identity.gid;
   config.tmpfs_limit_bytes = p.limits.disk_bytes == 0 ? UINT64_MAX : p.limits.disk_bytes;
+  config.net = p.net;
   config.limits = p.limits;
   config.exec_rules = p.exec;
   // The default view's masked secrets, so that the sentry can explain their absence.
@@ -146,6 +147,11 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
   }
   config.layers.push_back({"syscall-emulation", true, host->platform->Name()});
   config.gofer_fd = process.gofer_fd;
+  config.netgate_fd = process.netgate_fd;
+  config.layers.push_back({"netgate", process.netgate_fd >= 0,
+                           process.netgate_fd >= 0 ? "the only process with host network access"
+                                                   : "no egress: the sandbox has loopback only"});
+  config.net_log = std::make_shared<audit::AuditLog>(process.net_log_fd, run_id, false);
   if (process.audit_fd >= 0) {
     config.audit = std::make_shared<audit::AuditLog>(process.audit_fd, run_id, config_explain);
   } else {

@@ -29,6 +29,10 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/net/dns_service.h"
+#include "sentry/net/netgate/client.h"
+#include "sentry/net/policy_egress.h"
+#include "sentry/net/sandbox_network.h"
 #include "sentry/signal/deliver.h"
 #include "sentry/syscalls/strace.h"
 #include "sentry/vfs/fd_table.h"
@@ -310,6 +314,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   vcfg.tmpfs_limit_bytes = cfg.tmpfs_limit_bytes;
   vcfg.memory_file = host.memory_file.get();
   vcfg.on_disk_full = ReportDiskFull;
+  vcfg.files = net::SandboxNetworkFiles(cfg.hostname, !cfg.net.host_ports.empty());
   auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg);
   if (!vfs.ok()) return fail("filesystem", vfs.status());
 
@@ -324,6 +329,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   opts.strace = cfg.strace;
   opts.report_unsupported = cfg.report_unsupported;
   opts.hostname = cfg.hostname;
+  opts.network.egress = cfg.net.egress();
   // The kernel is deliberately never destroyed, on any return path: the sentry process
   // exits right after RunSentry returns, while the signal forwarder, host-file poller or
   // a detached task thread leaving its final Mutex::Unlock may still be using it.

@@ -34,13 +34,18 @@ struct SentryConfig {
   std::string hostname = "usentry";
   uint32_t uid = 0;  // emulated identity of the first task
   uint32_t gid = 0;
-  int gofer_fd = -1;                        // the sentry's end of the gofer socketpair
+  int gofer_fd = -1;  // the sentry's end of the gofer socketpair
+  // The sentry's end of the netgate socketpair; -1 when the policy allows no egress.
+  int netgate_fd = -1;
+  policy::NetPolicy net;
   int stdio_fds[3] = {0, 1, 2};             // host FDs the app's 0/1/2 are bound to
   uint64_t tmpfs_limit_bytes = 1ull << 30;  // writable layer cap
   policy::Limits limits;                    // enforced by the kernel (sentry/kernel)
   policy::ExecRules exec_rules;
   // The audit stream (shared with the CLI's own records) and what run_start says.
   std::shared_ptr<const audit::AuditLog> audit = std::make_shared<audit::AuditLog>(-1, "", false);
+  // --net-log: the network decisions the sentry makes itself (netgate logs its own).
+  std::shared_ptr<const audit::AuditLog> net_log = std::make_shared<audit::AuditLog>(-1, "", false);
   // Sandbox paths (glob patterns) of the host secrets the gofer hides: opening one is
   // ENOENT and a "denied" record with reason "masked secret".
   std::vector<std::string> masked_paths;

@@ -1,6 +1,8 @@
 // BuildSandboxVfs: assembles the sandbox's mount tree (see sandbox_vfs.h).
 #include "sentry/fsimpl/sandbox_vfs.h"
 
+#include <fcntl.h>
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +42,19 @@ absl::Status MkdirAll(vfs::Vfs& v, const std::string& path, uint32_t mode) {
   return absl::OkStatus();
 }
 
+// Writes `content` to `path` (created or truncated) as sandbox root.
+absl::Status WriteFile(vfs::Vfs& v, const std::string& path, const std::string& content) {
+  static const Credentials kRoot;
+  vfs::ResolveContext ctx{&kRoot, v.root(), v.root(), 0};
+  auto f = v.Open(ctx, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!f.ok()) return ErrnoError(absl::StrCat("create(", path, ")"), f.error());
+  iovec iov{const_cast<char*>(content.data()), content.size()};
+  auto n = (*f)->Write(nullptr, absl::MakeConstSpan(&iov, 1), -1);
+  if (!n.ok()) return ErrnoError(absl::StrCat("write(", path, ")"), n.error());
+  if (*n != content.size()) return ErrnoError(absl::StrCat("write(", path, ")"), EIO);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
@@ -65,6 +80,13 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
   if (!m.ok()) return ErrnoError("mount(/tmp)", m.error());
   if (absl::Status st = MkdirAll(*v, "/dev", 0755); !st.ok()) return st;
   if (absl::Status st = MkdirAll(*v, "/proc", 0555); !st.ok()) return st;
+  for (const auto& [path, content] : cfg.files) {
+    std::string dir = path.substr(0, path.rfind('/'));
+    if (!dir.empty()) {
+      if (absl::Status st = MkdirAll(*v, dir, 0755); !st.ok()) return st;
+    }
+    if (absl::Status st = WriteFile(*v, path, content); !st.ok()) return st;
+  }
 
   for (const MountSpec& spec : cfg.mounts) {
     auto fs = std::make_shared<GoferFilesystem>(&gofer, spec.tree);

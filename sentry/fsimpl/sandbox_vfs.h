@@ -1,13 +1,16 @@
 // Builds the sandbox's filesystem view: "/" = overlay(tmpfs upper, gofer tree "root"
 // lower), a fresh tmpfs at /tmp (1777), empty /dev and /proc directories (devfs/procfs
-// get mounted there by their owners through Vfs::MountAt), each --mount at its target,
-// and the workdir.
+// get mounted there by their owners through Vfs::MountAt), the sandbox's own files
+// (/etc/resolv.conf, /etc/hosts, /etc/hostname: written to the upper layer, so they
+// hide the host's and the app may change them), each --mount at its target, and the
+// workdir.
 #ifndef USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
 #define USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +28,8 @@ struct VfsConfig {
   mm::MemoryFile* memory_file = nullptr;    // holds tmpfs file data; required
   // Called when a write needs more than tmpfs_limit_bytes (ByteBudget::on_exhausted).
   std::function<void(uint64_t limit, uint64_t wanted)> on_disk_full;
+  // Files the sandbox brings along: {absolute path, content}, mode 0644, root-owned.
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 // `gofer` must outlive the returned Vfs (the gofer fs keeps a pointer to it).

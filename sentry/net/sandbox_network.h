@@ -9,6 +9,9 @@
 #define USENTRY_SENTRY_NET_SANDBOX_NETWORK_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/ip_address.h"
 
@@ -36,6 +39,13 @@ struct SandboxNetwork {
     return u.IsLoopback() || (egress && u == SandboxAddress());
   }
 };
+
+// The files the sandbox brings for its network, {path, content}: /etc/resolv.conf
+// naming the sandbox resolver, /etc/hosts (localhost, the hostname, and kHostAlias when
+// `host_alias`), /etc/hostname. They replace the host's, which would name the host's
+// resolvers and hosts.
+std::vector<std::pair<std::string, std::string>> SandboxNetworkFiles(const std::string& hostname,
+                                                                     bool host_alias);
 
 }  // namespace usentry::sentry::net
 
