@@ -8,10 +8,10 @@
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstring>
-#include <functional>
 #include <map>
 #include <optional>
 
@@ -218,6 +218,77 @@ RouteAnswer DumpRoutes(const Interfaces& ifs, const nlmsghdr& h, std::string_vie
   return a;
 }
 
+// RTM_GETROUTE without NLM_F_DUMP (`ip route get`): the route a packet to RTA_DST
+// takes — the local table before the main one, as Linux's default rules, longest prefix
+// first — answered as a cloned route to that one address.
+RouteAnswer GetRoute(const Interfaces& ifs, const nlmsghdr& h, std::string_view payload,
+                     uint32_t portid) {
+  RouteAnswer a;
+  auto rtm = NlFamilyHeader<rtmsg>(payload);
+  if (rtm.rtm_family != AF_INET && rtm.rtm_family != AF_INET6) {
+    a.error = -EOPNOTSUPP;  // only the IP families have a route lookup
+    return a;
+  }
+  if (payload.size() < sizeof(rtmsg)) {
+    a.error = -EINVAL;
+    return a;
+  }
+  const bool v6 = rtm.rtm_family == AF_INET6;
+  Attrs attrs = ParseNlAttrs(payload, sizeof(rtmsg));
+  in6_addr raw{};
+  if (auto it = attrs.find(RTA_DST); it != attrs.end()) {
+    if (it->second.size() != (v6 ? 16u : 4u)) {
+      a.error = -EINVAL;
+      return a;
+    }
+    memcpy(&raw, it->second.data(), it->second.size());
+  }
+  IpAddress dst = v6 ? IpAddress::FromIn6(raw) : IpAddress::FromIn(in_addr{raw.s6_addr32[0]});
+  // Linux routes a packet to 0.0.0.0 to the loopback address.
+  const IpAddress asked = dst;
+  if (!v6 && dst.IsUnspecified()) dst = IpAddress::V4(INADDR_LOOPBACK);
+  const Route* best = nullptr;
+  for (uint8_t table : {RT_TABLE_LOCAL, RT_TABLE_MAIN}) {
+    for (const Route& r : ifs.routes()) {
+      if (r.table != table || r.is_v6() != v6 || !r.dst.Contains(dst)) continue;
+      if (r.type == RTN_MULTICAST) continue;
+      if (best == nullptr || r.dst.prefix_len() > best->dst.prefix_len()) best = &r;
+    }
+    if (best != nullptr) break;
+  }
+  if (best == nullptr) {
+    a.error = -ENETUNREACH;
+    return a;
+  }
+  Route clone = *best;
+  clone.dst = Cidr(asked, v6 ? 128 : 32);
+  clone.protocol = v6 ? best->protocol : RTPROT_UNSPEC;
+  if (!v6) {
+    if (clone.type == RTN_LOCAL) clone.oif = kLoopbackIndex;  // local delivery is via lo
+    clone.scope = RT_SCOPE_UNIVERSE;
+    // The source a socket would get: the route's preferred one, else the address of
+    // the interface it leaves by.
+    if (!clone.prefsrc) {
+      for (const InterfaceAddress& ad : ifs.addresses()) {
+        if (ad.ifindex == best->oif && ad.address.is_v4()) clone.prefsrc = ad.address;
+      }
+    }
+  } else {
+    for (const InterfaceAddress& ad : ifs.addresses()) {
+      if (ad.ifindex == best->oif && ad.address.is_v6()) clone.prefsrc = ad.address;
+    }
+  }
+  // Without policy rules Linux keeps IPv4's local table merged into the main one, so an
+  // IPv4 lookup (RTM_F_LOOKUP_TABLE or not) reports the main table.
+  if (!v6) clone.table = RT_TABLE_MAIN;
+  std::string m = RouteMessage(clone, 0, h.nlmsg_seq, portid);
+  // A looked-up route is a clone (RTM_F_CLONED); a local one says so (RTCF_LOCAL).
+  auto* out = reinterpret_cast<rtmsg*>(m.data() + kNlHdrLen);
+  out->rtm_flags = RTM_F_CLONED | (clone.type == RTN_LOCAL && !v6 ? 0x80000000u : 0);
+  a.messages.push_back(std::move(m));
+  return a;
+}
+
 }  // namespace
 
 std::string LinkMessage(const Link& l, uint16_t flags, uint32_t seq, uint32_t portid) {
@@ -336,8 +407,7 @@ RouteAnswer AnswerRouteRequest(const Interfaces& ifs, std::string_view request, 
       if (dump) return DumpAddresses(ifs, h, payload, portid, strict);
       break;
     case RTM_GETROUTE:
-      if (dump) return DumpRoutes(ifs, h, payload, portid, strict);
-      break;
+      return dump ? DumpRoutes(ifs, h, payload, portid, strict) : GetRoute(ifs, h, payload, portid);
     case RTM_GETNEIGH:
     case RTM_GETRULE:
       // No neighbour is ever resolved (no packets leave) and there is no policy routing.

@@ -1,6 +1,7 @@
 // NETLINK_ROUTE, the kernel side: what Linux's rtnetlink answers one request with, from
 // the sandbox's Interfaces. Read-only by design: RTM_GETLINK (dump, by index or name),
-// RTM_GETADDR and RTM_GETROUTE dumps, and empty RTM_GETNEIGH/RTM_GETRULE dumps; every
+// RTM_GETADDR dumps, RTM_GETROUTE (dump, and a lookup of one destination), and empty
+// RTM_GETNEIGH/RTM_GETRULE dumps; every
 // request that would change state (RTM_NEW*, RTM_DEL*, RTM_SET*) is EPERM, other types
 // EOPNOTSUPP. Framing (the netlink_rcv_skb loop, ACKs, dump batching, NLMSG_DONE) is the
 // socket's (netlink_socket.cc). Pure functions, no kernel state.

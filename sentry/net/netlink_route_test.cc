@@ -311,6 +311,50 @@ TEST(NetlinkRouteTest, RouteDumpShowsTheDefaultRoute) {
             -ENOENT);
 }
 
+TEST(NetlinkRouteTest, RouteGetLooksUpOneDestination) {
+  Interfaces ifs(WithEgress(true));
+  auto get = [&](uint8_t family, const std::string& addr) {
+    rtmsg rtm{};
+    rtm.rtm_family = family;
+    rtm.rtm_dst_len = family == AF_INET ? 32 : 128;
+    in6_addr raw{};
+    inet_pton(family, addr.c_str(), &raw);
+    std::string bytes(reinterpret_cast<const char*>(&raw), family == AF_INET ? 4 : 16);
+    return AnswerRouteRequest(ifs, Request(RTM_GETROUTE, 0, rtm, {{RTA_DST, bytes}}), kPortid,
+                              false);
+  };
+  auto describe = [](const RouteAnswer& a) {
+    if (a.error != 0) return std::string(strerror(-a.error));
+    auto msgs = Messages(a.messages.at(0));
+    auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(msgs.at(0)));
+    auto attrs = Attrs(RTM_RTA(rtm), static_cast<int>(RTM_PAYLOAD(msgs[0])));
+    std::string s = std::to_string(rtm->rtm_type) + " " + Ip(attrs[RTA_DST]) + "/" +
+                    std::to_string(rtm->rtm_dst_len) + " dev " +
+                    std::to_string(U32(attrs[RTA_OIF]));
+    if (attrs.count(RTA_GATEWAY)) s += " via " + Ip(attrs[RTA_GATEWAY]);
+    if (attrs.count(RTA_PREFSRC)) s += " src " + Ip(attrs[RTA_PREFSRC]);
+    EXPECT_TRUE(rtm->rtm_flags & RTM_F_CLONED);
+    return s;
+  };
+  EXPECT_EQ(describe(get(AF_INET, "127.0.0.5")), "2 127.0.0.5/32 dev 1 src 127.0.0.1");
+  EXPECT_EQ(describe(get(AF_INET, "10.0.2.15")), "2 10.0.2.15/32 dev 1 src 10.0.2.15");
+  EXPECT_EQ(describe(get(AF_INET, "10.0.2.7")), "1 10.0.2.7/32 dev 2 src 10.0.2.15");
+  EXPECT_EQ(describe(get(AF_INET, "1.1.1.1")), "1 1.1.1.1/32 dev 2 via 10.0.2.2 src 10.0.2.15");
+  EXPECT_EQ(describe(get(AF_INET6, "::1")), "2 ::1/128 dev 1 src ::1");
+  EXPECT_EQ(get(AF_INET6, "2001:db8::1").error, -ENETUNREACH);
+  Interfaces lo_only(WithEgress(false));
+  rtmsg rtm{};
+  rtm.rtm_family = AF_INET;
+  std::string one("\x01\x01\x01\x01", 4);
+  EXPECT_EQ(
+      AnswerRouteRequest(lo_only, Request(RTM_GETROUTE, 0, rtm, {{RTA_DST, one}}), kPortid, false)
+          .error,
+      -ENETUNREACH);
+  rtm.rtm_family = AF_UNSPEC;
+  EXPECT_EQ(AnswerRouteRequest(lo_only, Request(RTM_GETROUTE, 0, rtm), kPortid, false).error,
+            -EOPNOTSUPP);
+}
+
 TEST(NetlinkRouteTest, NeighboursAndRulesAreEmptyDumps) {
   Interfaces ifs(WithEgress(true));
   for (uint16_t type : {RTM_GETNEIGH, RTM_GETRULE}) {
