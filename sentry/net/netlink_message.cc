@@ -87,4 +87,17 @@ std::string NlDoneMessage(uint32_t seq, uint32_t portid, int status) {
   return std::move(b).Finish();
 }
 
+std::string NextDumpBatch(std::deque<std::string>& pending, std::string& done, size_t cap) {
+  std::string batch;
+  while (!pending.empty() && (batch.empty() || batch.size() + pending.front().size() <= cap)) {
+    batch += pending.front();
+    pending.pop_front();
+  }
+  if (pending.empty() && batch.size() + done.size() <= cap) {
+    batch += done;
+    done.clear();
+  }
+  return batch;
+}
+
 }  // namespace usentry::sentry::net

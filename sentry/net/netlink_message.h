@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -70,6 +71,12 @@ std::string NlErrorMessage(const nlmsghdr& request, std::string_view request_byt
                            uint32_t portid, bool cap);
 // NLMSG_DONE ending a dump, with the dump's status (0 or a negative errno).
 std::string NlDoneMessage(uint32_t seq, uint32_t portid, int status);
+
+// The next datagram of a dump: as many whole messages of `pending` as fit in `cap` (at
+// least one), then `done` — moved out, leaving it empty — once nothing else is pending
+// and it fits too. Like Linux's netlink_dump, NLMSG_DONE shares the last batch when there
+// is room, else comes alone in the next one.
+std::string NextDumpBatch(std::deque<std::string>& pending, std::string& done, size_t cap);
 
 }  // namespace usentry::sentry::net
 

@@ -10,6 +10,7 @@
 #include <net/if_arp.h>
 #include <sys/socket.h>
 
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -429,6 +430,30 @@ TEST(NetlinkMessageTest, AttributesParseWithAlignmentAndStopAtTruncation) {
   attrs = ParseNlAttrs(std::string_view(cut).substr(kNlHdrLen), sizeof(ifinfomsg));
   EXPECT_EQ(attrs.count(IFLA_MTU), 0u);
   EXPECT_EQ(attrs.count(IFLA_IFNAME), 1u);
+}
+
+TEST(NetlinkMessageTest, DumpBatchesHoldWholeMessagesAndDoneLast) {
+  std::deque<std::string> pending = {std::string(100, 'a'), std::string(100, 'b'),
+                                     std::string(100, 'c')};
+  std::string done(20, 'd');
+  // Two messages fit in 250 bytes; the third and DONE (120 bytes) go together next.
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(100, 'a') + std::string(100, 'b'));
+  EXPECT_FALSE(done.empty());
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(100, 'c') + std::string(20, 'd'));
+  EXPECT_TRUE(done.empty());
+  // DONE that does not fit after the last message comes alone; an oversized message
+  // still goes out, alone.
+  pending = {std::string(240, 'e')};
+  done = std::string(20, 'd');
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(240, 'e'));
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(20, 'd'));
+  pending = {std::string(300, 'f')};
+  done = std::string(20, 'd');
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(300, 'f'));
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(20, 'd'));
+  // An empty dump is DONE alone.
+  done = std::string(20, 'd');
+  EXPECT_EQ(NextDumpBatch(pending, done, 250), std::string(20, 'd'));
 }
 
 }  // namespace

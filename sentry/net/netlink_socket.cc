@@ -281,21 +281,8 @@ void NetlinkSocket::Enqueue(std::string datagram) {
 void NetlinkSocket::ContinueDump() {
   // A full queue pauses the dump until the reader makes room.
   if (!dump_running_ || rx_bytes_ >= static_cast<size_t>(rcvbuf_)) return;
-  const size_t cap = std::max(kNlGoodSize, max_recvmsg_len_);
-  std::string batch;
-  while (!dump_.empty() && batch.size() + dump_.front().size() <= cap) {
-    batch += dump_.front();
-    dump_.pop_front();
-  }
-  if (batch.empty() && !dump_.empty()) {  // one message larger than any batch: alone
-    batch = std::move(dump_.front());
-    dump_.pop_front();
-  }
-  if (dump_.empty() && batch.size() + dump_done_.size() <= cap) {
-    batch += dump_done_;
-    dump_done_.clear();
-    dump_running_ = false;
-  }
+  std::string batch = NextDumpBatch(dump_, dump_done_, std::max(kNlGoodSize, max_recvmsg_len_));
+  dump_running_ = !dump_done_.empty();
   rx_bytes_ += batch.size() + kDatagramOverhead;
   rx_.push_back(std::move(batch));
   wq_.Notify(kReadableEvents);
