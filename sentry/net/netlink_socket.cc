@@ -316,6 +316,11 @@ SysResult<size_t> NetlinkSocket::RecvImpl(Task* task, absl::Span<const iovec> ds
   out->msg_len = len;
   if (n < len) out->msg_flags |= MSG_TRUNC;
   out->from = NlSockaddr(0, 0);  // every message comes from the kernel
+  // SO_PASSCRED: the kernel's credentials (pid 0, uid 0, gid 0), as Linux attaches them.
+  if (passcred_) {
+    out->has_creds = true;
+    out->creds = Ucred{0, 0, 0};
+  }
   if (!(flags & MSG_PEEK)) {
     // A datagram read short is gone, truncated, as on any datagram socket.
     rx_bytes_ -= len + kDatagramOverhead;
@@ -351,6 +356,7 @@ EventMask NetlinkSocket::Readiness(EventMask mask) {
 // --- options ---
 
 SysResult<std::string> NetlinkSocket::GetOption(Task& task, int level, int name) {
+  if (level == SOL_SOCKET && name == SO_PASSCRED) return OptionBytes(int{passcred_});
   if (level == SOL_SOCKET) return GetCommonOption(name);
   if (level != SOL_NETLINK) return Errno{ENOPROTOOPT};
   bool v;
@@ -385,6 +391,11 @@ SysResult<std::string> NetlinkSocket::GetOption(Task& task, int level, int name)
 }
 
 SysStatus NetlinkSocket::SetOption(Task& task, int level, int name, const std::string& value) {
+  if (level == SOL_SOCKET && name == SO_PASSCRED) {
+    ASSIGN_OR_RETURN_ERRNO(int v, OptionInt(value));
+    passcred_ = v != 0;
+    return SysOk();
+  }
   if (level == SOL_SOCKET) return SetCommonOption(task, name, value);
   if (level != SOL_NETLINK) return Errno{ENOPROTOOPT};
   int v = OptionFlag(value);

@@ -121,6 +121,7 @@ class NetlinkSocket : public Socket {
   std::deque<std::string> dump_;
   std::string dump_done_;
 
+  bool passcred_ = false;  // SO_PASSCRED
   // SOL_NETLINK flags.
   bool pktinfo_ = false;
   bool broadcast_error_ = false;

@@ -277,6 +277,17 @@ TEST_F(NetlinkSocketTest, MembershipAndFlagOptions) {
   EXPECT_EQ(s->GetOption(task(), SOL_IP, 1).error(), ENOPROTOOPT);
   EXPECT_EQ(s->GetOption(task(), SOL_SOCKET, SO_PROTOCOL).value(), OptionBytes(int{0}));
 
+  // SO_PASSCRED: reads carry the kernel's credentials.
+  ASSERT_TRUE(s->SetOption(task(), SOL_SOCKET, SO_PASSCRED, OptionBytes(int{1})).ok());
+  EXPECT_EQ(s->GetOption(task(), SOL_SOCKET, SO_PASSCRED).value(), OptionBytes(int{1}));
+  ASSERT_TRUE(Send(task(), *s, Request(NLMSG_NOOP, NLM_F_ACK, 1)).ok());
+  std::string buf(64, '\0');
+  iovec v{buf.data(), buf.size()};
+  RecvResult out;
+  ASSERT_TRUE(s->RecvMsg(&task(), absl::MakeConstSpan(&v, 1), MSG_DONTWAIT, &out).ok());
+  EXPECT_TRUE(out.has_creds);
+  EXPECT_EQ(out.creds, (Ucred{0, 0, 0}));
+
   // NETLINK_CAP_ACK: errors no longer echo the whole request.
   ASSERT_TRUE(s->SetOption(task(), SOL_NETLINK, NETLINK_CAP_ACK, OptionBytes(int{1})).ok());
   ASSERT_TRUE(Send(task(), *s, Request(RTM_NEWLINK, 0, 1)).ok());

@@ -412,6 +412,32 @@ TEST(NetlinkTest, MembershipsAreAccepted) {
                EINVAL);
 }
 
+TEST(NetlinkTest, PassCredShowsTheKernelAsSender) {
+  ScopedFd s = NetlinkSocket();
+  int one = 1;
+  ASSERT_SYS_OK(setsockopt(s.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)));
+  rtgenmsg g{};
+  SendToKernel(s.get(), Request(NLMSG_NOOP, NLM_F_REQUEST | NLM_F_ACK, 81, g));
+  char buf[256];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+  iovec v{buf, sizeof(buf)};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof(control);
+  ASSERT_GT(recvmsg(s.get(), &m, 0), 0) << strerror(errno);
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->cmsg_level, SOL_SOCKET);
+  EXPECT_EQ(c->cmsg_type, SCM_CREDENTIALS);
+  ucred cred;
+  memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+  EXPECT_EQ(cred.pid, 0);
+  EXPECT_EQ(cred.uid, 0u);
+  EXPECT_EQ(cred.gid, 0u);
+}
+
 // --- ioctls, on an AF_UNIX socket (glibc's if_nametoindex does the same) ---
 
 class InterfaceIoctlTest : public ::testing::Test {
