@@ -9,15 +9,19 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -397,6 +401,43 @@ TEST(NetlinkTest, ReadinessAndNonblockingReads) {
   EXPECT_EQ(p.revents, POLLIN | POLLOUT);
   char buf[8192];
   EXPECT_GT(read(s.get(), buf, sizeof(buf)), 0);
+}
+
+TEST(NetlinkTest, BlockedReaderWakesForAReplyAnotherThreadAsked) {
+  ScopedFd s = NetlinkSocket();
+  std::atomic<bool> reading{false};
+  ssize_t got = -1;
+  std::thread reader([&] {
+    char buf[8192];
+    reading = true;
+    got = recv(s.get(), buf, sizeof(buf), 0);  // blocks: nothing is queued yet
+  });
+  while (!reading) usleep(1000);
+  usleep(50000);
+  ifinfomsg ifm{};
+  ifm.ifi_index = 1;
+  SendToKernel(s.get(), Request(RTM_GETLINK, NLM_F_REQUEST, 91, ifm));
+  reader.join();
+  EXPECT_GT(got, 0) << strerror(errno);
+}
+
+TEST(NetlinkTest, BlockingReadTimesOutAndIsInterrupted) {
+  ScopedFd s = NetlinkSocket();
+  timeval tv{0, 50000};
+  ASSERT_SYS_OK(setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+  char c;
+  EXPECT_ERRNO(recv(s.get(), &c, 1, 0), EAGAIN);
+  tv = {0, 0};
+  ASSERT_SYS_OK(setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+  struct sigaction sa {};
+  sa.sa_handler = [](int) {};  // no SA_RESTART: the read fails with EINTR
+  struct sigaction old {};
+  ASSERT_SYS_OK(sigaction(SIGALRM, &sa, &old));
+  itimerval it{};
+  it.it_value.tv_usec = 50000;
+  ASSERT_SYS_OK(setitimer(ITIMER_REAL, &it, nullptr));
+  EXPECT_ERRNO(recv(s.get(), &c, 1, 0), EINTR);
+  sigaction(SIGALRM, &old, nullptr);
 }
 
 TEST(NetlinkTest, MembershipsAreAccepted) {
