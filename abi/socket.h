@@ -1,5 +1,5 @@
-// Linux x86-64 socket ABI: sockaddr_un, msghdr, mmsghdr, cmsghdr, ucred, linger, and the
-// control-message size arithmetic (CMSG_LEN/CMSG_SPACE). Plain data.
+// Linux x86-64 socket ABI: sockaddr_un, msghdr, mmsghdr, cmsghdr, ucred, linger, ifreq,
+// ifconf, and the control-message size arithmetic (CMSG_LEN/CMSG_SPACE). Plain data.
 #ifndef USENTRY_ABI_SOCKET_H_
 #define USENTRY_ABI_SOCKET_H_
 
@@ -64,6 +64,23 @@ struct Linger {
   int32_t linger;
 };
 static_assert(sizeof(Linger) == 8);
+
+// struct ifreq: an interface name and one request value (a sockaddr, flags, ifindex,
+// MTU, ifmap...) that the interface ioctls read or write in place.
+inline constexpr size_t kIfNameSize = 16;  // IFNAMSIZ
+struct Ifreq {
+  char name[kIfNameSize];
+  uint8_t data[24];
+};
+static_assert(sizeof(Ifreq) == 40);
+
+// struct ifconf (SIOCGIFCONF): a buffer of ifreqs and its length in bytes.
+struct Ifconf {
+  int32_t len;
+  uint32_t pad;
+  uint64_t buf;  // app pointer
+};
+static_assert(sizeof(Ifconf) == 16);
 
 }  // namespace usentry::abi
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sentry/fsimpl/procfs_gen.h"
+#include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/procfs_nodes.h"
 #include "sentry/fsimpl/procfs_pid.h"
 #include "sentry/kernel/kernel.h"
@@ -78,7 +79,8 @@ InodePtr NewSysTree(std::shared_ptr<vfs::Filesystem> fs, Kernel& k) {
                        {{"nr_open", f("sys/fs/nr_open", Fixed("1048576\n"))},
                         {"pipe-max-size", f("sys/fs/pipe-max-size", Fixed("1048576\n"))},
                         {"file-max", f("sys/fs/file-max", Fixed("9223372036854775807\n"))}});
-  return NewProcStaticDir(fs, "sys", {{"kernel", kernel}, {"vm", vm}, {"fs", fsdir}});
+  return NewProcStaticDir(
+      fs, "sys", {{"kernel", kernel}, {"vm", vm}, {"fs", fsdir}, {"net", NewProcSysNetDir(fs)}});
 }
 
 }  // namespace
@@ -107,6 +109,7 @@ std::shared_ptr<vfs::Inode> NewProcfsRoot(Kernel& k) {
                                                            t->tid());
                                      })},
       {"mounts", NewProcSymlink(fs, "mounts", root, Fixed("self/mounts"))},
+      {"net", NewProcSymlink(fs, "net", root, Fixed("self/net"))},
       {"cpuinfo",
        f("cpuinfo", [ncpus]() -> SysResult<std::string> { return GenerateCpuinfo(ncpus); })},
       {"stat", f("stat",

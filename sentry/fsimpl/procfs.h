@@ -1,5 +1,5 @@
 // procfs: the sandbox's synthetic /proc. Per-process directories for every thread group
-// (stat, status, maps, cmdline, environ, fd/, exe, cwd, root, mounts, task/...), "self"
+// (stat, status, maps, cmdline, environ, fd/, exe, cwd, root, mounts, net/, task/...), "self"
 // and "thread-self", and the system-wide files programs read (cpuinfo, meminfo, stat,
 // uptime, loadavg, version, filesystems, mounts, sys/kernel/..., sys/vm/...). File
 // contents are generated at open time (a snapshot) and are read-only.

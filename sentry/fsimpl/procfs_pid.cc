@@ -16,6 +16,7 @@
 #include "sentry/fsimpl/pipe.h"
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/fsimpl/procfs_gen.h"
+#include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/procfs_nodes.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -283,11 +284,11 @@ struct Entry {
   uint8_t type;
 };
 constexpr Entry kPidEntries[] = {
-    {"auxv", DT_REG},          {"cgroup", DT_REG},  {"cmdline", DT_REG},   {"comm", DT_REG},
-    {"cwd", DT_LNK},           {"environ", DT_REG}, {"exe", DT_LNK},       {"fd", DT_DIR},
-    {"fdinfo", DT_DIR},        {"maps", DT_REG},    {"mountinfo", DT_REG}, {"mounts", DT_REG},
-    {"oom_score_adj", DT_REG}, {"root", DT_LNK},    {"stat", DT_REG},      {"statm", DT_REG},
-    {"status", DT_REG},        {"task", DT_DIR},
+    {"auxv", DT_REG},   {"cgroup", DT_REG},        {"cmdline", DT_REG},   {"comm", DT_REG},
+    {"cwd", DT_LNK},    {"environ", DT_REG},       {"exe", DT_LNK},       {"fd", DT_DIR},
+    {"fdinfo", DT_DIR}, {"maps", DT_REG},          {"mountinfo", DT_REG}, {"mounts", DT_REG},
+    {"net", DT_DIR},    {"oom_score_adj", DT_REG}, {"root", DT_LNK},      {"stat", DT_REG},
+    {"statm", DT_REG},  {"status", DT_REG},        {"task", DT_DIR},
 };
 
 }  // namespace
@@ -370,6 +371,7 @@ SysResult<std::shared_ptr<vfs::Inode>> NewPidDir(std::shared_ptr<vfs::Filesystem
         return kp->vfs().PathOf(cwd ? tk->fs().cwd() : tk->fs().root(), ReaderRoot(*kp));
       });
     }
+    if (name == "net") return NewProcNetDir(fs, *kp, ck, owner);  // one network namespace
     if (name == "fd" || name == "fdinfo") {
       return NewFdDir(fs, *kp, tgid, tid, ck, owner, name == "fdinfo");
     }

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "sentry/fsimpl/devfs.h"
 #include "sentry/fsimpl/pipe.h"
+#include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -212,6 +213,67 @@ TEST_F(ProcfsTest, DevNodesThroughTheVfs) {
   iovec z{buf, sizeof(buf)};
   EXPECT_EQ((*zero)->Read(nullptr, absl::MakeConstSpan(&z, 1), -1).value(), 4u);
   EXPECT_EQ(buf[3], 0);
+}
+
+TEST_F(ProcfsTest, NetFilesShowTheSandboxLoopback) {
+  absl::MutexLock l(&k_->mu);
+  EXPECT_EQ(k_->vfs().Readlink(ctx_, "/proc/net").value(), "self/net");
+  auto dev = ReadFile("/proc/net/dev");
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(*dev,
+            "Inter-|   Receive                                                |  Transmit\n"
+            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
+            "errs drop fifo colls carrier compressed\n"
+            "    lo:       0       0    0    0    0     0          0         0        0       0  "
+            "  0    0    0     0       0          0\n");
+  EXPECT_EQ(ReadFile("/proc/self/net/dev").value(), *dev);
+  EXPECT_EQ(ReadFile("/proc/" + Pid() + "/net/dev").value(), *dev);
+  EXPECT_EQ(ReadFile("/proc/net/if_inet6").value(),
+            "00000000000000000000000000000001 01 80 10 80       lo\n");
+  auto route = ReadFile("/proc/net/route");
+  ASSERT_TRUE(route.ok());
+  EXPECT_EQ(route->size(), 128u);  // the header alone: no IPv4 main-table route
+  EXPECT_EQ(route->rfind("Iface\tDestination\tGateway \tFlags", 0), 0u);
+  auto tcp = ReadFile("/proc/net/tcp");
+  EXPECT_EQ(tcp->size(), 150u);
+  EXPECT_EQ(tcp->rfind("  sl  local_address rem_address   st tx_queue", 0), 0u);
+  EXPECT_EQ(ReadFile("/proc/net/unix").value(),
+            "Num       RefCount Protocol Flags    Type St Inode Path\n");
+  for (const char* f : {"tcp6", "udp", "udp6", "netlink", "ipv6_route"}) {
+    EXPECT_TRUE(ReadFile(std::string("/proc/net/") + f).ok()) << f;
+  }
+  EXPECT_EQ(ReadFile("/proc/sys/net/core/somaxconn").value(), "4096\n");
+  EXPECT_EQ(ReadFile("/proc/sys/net/ipv4/ip_local_port_range").value(), "32768\t60999\n");
+}
+
+TEST(ProcfsNetTest, EgressFormats) {
+  net::SandboxNetwork n;
+  n.egress = true;
+  net::Interfaces ifs(n);
+  EXPECT_NE(GenerateNetDev(ifs).find("\n  eth0:       0       0"), std::string::npos);
+  auto pad = [](std::string s) { return s + std::string(127 - s.size(), ' ') + "\n"; };
+  std::string route = GenerateNetRoute(ifs);
+  EXPECT_EQ(route.substr(128),
+            pad("eth0\t00000000\t0202000A\t0003\t0\t0\t0\t00000000\t0\t0\t0") +
+                pad("eth0\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0"));
+  EXPECT_EQ(GenerateIfInet6(ifs),
+            "00000000000000000000000000000001 01 80 10 80       lo\n"
+            "fe8000000000000000000afffe00020f 02 40 20 80     eth0\n");
+  std::string zero(32, '0');
+  EXPECT_EQ(GenerateIpv6Route(ifs), "00000000000000000000000000000001 80 " + zero + " 00 " + zero +
+                                        " 00000100 00000001 00000000 00000001       lo\n"
+                                        "fe800000000000000000000000000000 40 " +
+                                        zero + " 00 " + zero +
+                                        " 00000100 00000001 00000000 00000001     eth0\n"
+                                        "00000000000000000000000000000001 80 " +
+                                        zero + " 00 " + zero +
+                                        " 00000000 00000001 00000000 80200001       lo\n"
+                                        "fe8000000000000000000afffe00020f 80 " +
+                                        zero + " 00 " + zero +
+                                        " 00000000 00000001 00000000 80200001     eth0\n"
+                                        "ff000000000000000000000000000000 08 " +
+                                        zero + " 00 " + zero +
+                                        " 00000100 00000001 00000000 00000001     eth0\n");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Socket: sockfs identity, the shared SOL_SOCKET options, span helpers.
+// Socket: sockfs identity, the shared SOL_SOCKET options, the ioctl fallback, span helpers.
 #include "sentry/net/socket.h"
 
 #include <poll.h>
@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/kernel/task.h"
+#include "sentry/net/interface_ioctl.h"
 
 namespace usentry::sentry::net {
 namespace {
@@ -174,6 +175,10 @@ SysStatus Socket::SetCommonOption(Task& task, int name, const std::string& value
       return SysOk();
     }
   }
+}
+
+SysResult<uint64_t> Socket::Ioctl(Task& task, uint64_t cmd, uint64_t arg) {
+  return InterfaceIoctl(task, family_, cmd, arg);
 }
 
 SysResult<vfs::Attr> Socket::Stat() {

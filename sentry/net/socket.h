@@ -107,6 +107,10 @@ class Socket : public vfs::FileDescription {
   virtual bool takes_unix_control() const { return false; }
 
   // --- FileDescription ---
+  // The interface ioctls every socket answers (interface_ioctl.h), for commands the
+  // family's own Ioctl does not handle: a family overrides Ioctl for its commands and
+  // calls Socket::Ioctl for the rest, as Linux's sock_ioctl falls back to dev_ioctl.
+  SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
   SysResult<vfs::Attr> Stat() override;
   WaitQueue* wait_queue() override { return &wq_; }
   std::string AnonName() const override;

@@ -6,6 +6,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/net/netlink_socket.h"
 #include "sentry/net/unix_socket.h"
 
 namespace usentry::sentry::net {
@@ -44,6 +45,13 @@ SysResult<std::shared_ptr<Socket>> NewSocket(Task& task, int family, int type, i
                                    family == AF_INET ? "AF_INET" : "AF_INET6", EAFNOSUPPORT,
                                    "network not allowed", "net");
       return Errno{EAFNOSUPPORT};
+    case AF_NETLINK:
+      return NewNetlinkSocket(task, type, protocol, status_flags);
+    case AF_PACKET:
+      // Linux checks CAP_NET_RAW before the type, so every packet socket is EPERM.
+      task.kernel().audit().Denied(task.thread_group().pid(), "socket", "AF_PACKET", EPERM,
+                                   "packet sockets are not allowed", "net");
+      return Errno{EPERM};
     default:
       return Errno{EAFNOSUPPORT};
   }
@@ -53,6 +61,11 @@ SysResult<std::pair<std::shared_ptr<Socket>, std::shared_ptr<Socket>>> NewSocket
     Task& task, int family, int type, int protocol, int status_flags) {
   // Internet sockets have no pairs on Linux either.
   if (family == AF_INET || family == AF_INET6) return Errno{EOPNOTSUPP};
+  // Nor have netlink sockets; Linux makes the socket first, so its errors come first.
+  if (family == AF_NETLINK || family == AF_PACKET) {
+    RETURN_IF_ERRNO(NewSocket(task, family, type, protocol, status_flags));
+    return Errno{EOPNOTSUPP};
+  }
   if (family != AF_UNIX) return Errno{EAFNOSUPPORT};
   ASSIGN_OR_RETURN_ERRNO(int t, UnixType(type, protocol));
   Ucred creds{task.thread_group().pid(), task.creds().euid, task.creds().egid};

@@ -18,10 +18,10 @@ namespace usentry::sentry::net {
 // `type` is the base type (SOCK_STREAM...; the SOCK_NONBLOCK/SOCK_CLOEXEC bits are the
 // caller's), `status_flags` 0 or O_NONBLOCK. EAFNOSUPPORT for families the sandbox does
 // not have, ESOCKTNOSUPPORT/EPROTONOSUPPORT as Linux; raw and packet sockets EPERM
-// (recorded as denied).
+// (recorded as denied). AF_NETLINK: NETLINK_ROUTE only (netlink_socket.h).
 SysResult<std::shared_ptr<Socket>> NewSocket(Task& task, int family, int type, int protocol,
                                              int status_flags);
-// Only AF_UNIX has pairs; AF_INET/AF_INET6 give EOPNOTSUPP as on Linux.
+// Only AF_UNIX has pairs; AF_INET/AF_INET6/AF_NETLINK give EOPNOTSUPP as on Linux.
 SysResult<std::pair<std::shared_ptr<Socket>, std::shared_ptr<Socket>>> NewSocketPair(
     Task& task, int family, int type, int protocol, int status_flags);
 

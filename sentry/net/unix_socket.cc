@@ -317,7 +317,7 @@ SysResult<uint64_t> UnixSocket::Ioctl(Task& task, uint64_t cmd, uint64_t arg) {
       amount = static_cast<int>(send_buf_->bytes);
       break;
     default:
-      return Errno{ENOTTY};
+      return Socket::Ioctl(task, cmd, arg);  // the interface ioctls, as on any socket
   }
   RETURN_IF_ERRNO(task.mm().CopyOutObj(mm::GuestAddr(arg), amount));
   return uint64_t{0};

@@ -48,7 +48,9 @@ constexpr SyscallInfo kTable[] = {
     {14, "rt_sigprocmask", SysRtSigprocmask, Support::kFull, "", "dppu"},
     {15, "rt_sigreturn", SysRtSigreturn, Support::kFull, "", ""},
     {16, "ioctl", SysIoctl, Support::kPartial,
-     "FIOCLEX/FIONCLEX/FIONBIO/FIONREAD generic; FIOASYNC on: EINVAL; the rest per file type",
+     "FIOCLEX/FIONCLEX/FIONBIO/FIONREAD generic; FIOASYNC on: EINVAL; the rest per file type; "
+     "sockets: SIOCGIFCONF and SIOCGIF* answered from the sandbox's interfaces (address "
+     "getters on AF_INET only, as Linux), SIOCSIF*/SIOCADDRT/SIOCDELRT EPERM",
      "fxx"},
     {17, "pread64", SysPread64, Support::kFull, "", "fbud"},
     {18, "pwrite64", SysPwrite64, Support::kFull, "", "fbud"},
@@ -84,34 +86,44 @@ constexpr SyscallInfo kTable[] = {
     {39, "getpid", SysGetpid, Support::kFull, "", ""},
     {40, "sendfile", SysSendfile, Support::kFull, "", "ffpu"},
     {41, "socket", SysSocket, Support::kPartial,
-     "AF_UNIX only; other families EAFNOSUPPORT until the netstack", "ddd"},
+     "AF_UNIX; AF_NETLINK NETLINK_ROUTE (read-only: lo, eth0 with egress); other netlink "
+     "protocols and AF_PACKET EPERM (audited); other families EAFNOSUPPORT until the netstack",
+     "ddd"},
     {42, "connect", SysConnect, Support::kPartial,
-     "AF_UNIX only (path and abstract names); connect to a full backlog blocks or EAGAIN", "fpd"},
+     "AF_UNIX (path and abstract names; a full backlog blocks or EAGAIN); AF_NETLINK to the "
+     "kernel only",
+     "fpd"},
     {43, "accept", SysAccept, Support::kFull, "", "fpp"},
-    {44, "sendto", SysSendto, Support::kPartial, "AF_UNIX only; MSG_OOB EOPNOTSUPP", "fbudpd"},
+    {44, "sendto", SysSendto, Support::kPartial,
+     "AF_UNIX; AF_NETLINK requests to the kernel only (another port or group EPERM); MSG_OOB "
+     "EOPNOTSUPP",
+     "fbudpd"},
     {45, "recvfrom", SysRecvfrom, Support::kPartial,
-     "AF_UNIX only; MSG_OOB/MSG_ERRQUEUE not supported", "fbudpp"},
+     "AF_UNIX and AF_NETLINK; MSG_OOB/MSG_ERRQUEUE not supported", "fbudpp"},
     {46, "sendmsg", SysSendmsg, Support::kPartial,
-     "AF_UNIX only; SCM_RIGHTS and SCM_CREDENTIALS; MSG_OOB EOPNOTSUPP", "fpx"},
+     "AF_UNIX (SCM_RIGHTS, SCM_CREDENTIALS) and AF_NETLINK; MSG_OOB EOPNOTSUPP", "fpx"},
     {47, "recvmsg", SysRecvmsg, Support::kPartial,
-     "AF_UNIX only; SCM_RIGHTS, SCM_CREDENTIALS (SO_PASSCRED), MSG_CTRUNC; no SO_PEEK_OFF", "fpx"},
+     "AF_UNIX (SCM_RIGHTS, SCM_CREDENTIALS with SO_PASSCRED, MSG_CTRUNC) and AF_NETLINK (no "
+     "NETLINK_PKTINFO control message); no SO_PEEK_OFF",
+     "fpx"},
     {48, "shutdown", SysShutdown, Support::kFull, "", "fd"},
     {49, "bind", SysBind, Support::kPartial,
-     "AF_UNIX only; path binds only on sentry-held filesystems (tmpfs, overlay upper): EPERM "
-     "inside --mount trees",
+     "AF_UNIX (path binds only on sentry-held filesystems (tmpfs, overlay upper): EPERM "
+     "inside --mount trees) and AF_NETLINK (port ids; groups accepted, no events)",
      "fpd"},
     {50, "listen", SysListen, Support::kFull, "", "fd"},
     {51, "getsockname", SysGetsockname, Support::kFull, "", "fpp"},
     {52, "getpeername", SysGetpeername, Support::kFull, "", "fpp"},
     {53, "socketpair", SysSocketpair, Support::kPartial,
-     "AF_UNIX only (AF_INET/AF_INET6 EOPNOTSUPP as Linux)", "dddp"},
+     "AF_UNIX only (AF_INET/AF_INET6/AF_NETLINK EOPNOTSUPP as Linux)", "dddp"},
     {54, "setsockopt", SysSetsockopt, Support::kPartial,
-     "SOL_SOCKET only (other levels EOPNOTSUPP); SO_RCVTIMEO/SO_SNDTIMEO honoured by "
+     "SOL_SOCKET, and SOL_NETLINK on netlink sockets (other levels EOPNOTSUPP); "
+     "SO_RCVTIMEO/SO_SNDTIMEO honoured by "
      "send*/recv*/accept/connect, not read/write; SO_LINGER, SO_REUSEADDR, SO_KEEPALIVE... stored "
      "without effect",
      "fddpd"},
     {55, "getsockopt", SysGetsockopt, Support::kPartial,
-     "SOL_SOCKET only: "
+     "SOL_SOCKET (and SOL_NETLINK on netlink sockets): "
      "SO_TYPE/DOMAIN/PROTOCOL/ERROR/ACCEPTCONN/PEERCRED/PASSCRED/SNDBUF/RCVBUF/LINGER/RCVTIMEO/"
      "SNDTIMEO and stored flags; others ENOPROTOOPT",
      "fddpp"},
