@@ -136,11 +136,12 @@ class Writer {
 };
 
 // Writes one answer record; false (and nothing written) when it cannot be encoded.
-bool WriteRecord(Writer& w, const Question* question, const ResourceRecord& rr) {
+// `question_wire` is the question's name (empty: the response has no question).
+bool WriteRecord(Writer& w, absl::string_view question_wire, const ResourceRecord& rr) {
   std::string owner;
   if (rr.name.empty()) {
-    if (!question) return false;
-    owner = question->wire_name;
+    if (question_wire.empty()) return false;
+    owner = std::string(question_wire);
   } else {
     std::optional<std::string> wire = TextToWire(rr.name);
     if (!wire) return false;
@@ -274,6 +275,15 @@ std::string BuildResponse(const Query& query, Rcode rcode, absl::Span<const Reso
   auto code = static_cast<uint16_t>(rcode);
   if (code > 0xF && !query.edns) code = static_cast<uint16_t>(Rcode::kServFail);
   const Question* question = query.question ? &*query.question : nullptr;
+  // A Question built by hand (not by ParseQuery) may carry only its text name; one
+  // whose name cannot be encoded is left out.
+  std::string question_wire;
+  if (question) {
+    question_wire = !question->wire_name.empty()
+                        ? question->wire_name
+                        : TextToWire(question->name).value_or(std::string());
+    if (question_wire.empty()) question = nullptr;
+  }
 
   Writer w;
   w.U16(query.id);
@@ -285,7 +295,7 @@ std::string BuildResponse(const Query& query, Rcode rcode, absl::Span<const Reso
   w.U16(0);  // NSCOUNT
   w.U16(query.edns ? 1 : 0);
   if (question) {
-    w.Name(question->wire_name);
+    w.Name(question_wire);
     w.U16(question->type);
     w.U16(question->qclass);
   }
@@ -295,7 +305,7 @@ std::string BuildResponse(const Query& query, Rcode rcode, absl::Span<const Reso
   uint16_t ancount = 0;
   for (const ResourceRecord& rr : answers) {
     const Writer::Mark before = w.mark();
-    if (!WriteRecord(w, question, rr)) continue;
+    if (!WriteRecord(w, question_wire, rr)) continue;
     if (w.size() > limit) {
       w.Rewind(before);
       break;

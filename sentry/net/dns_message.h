@@ -55,7 +55,8 @@ struct Edns {
 
 struct Question {
   std::string name;       // text form: lowercase, no trailing dot, "" is the root
-  std::string wire_name;  // the same, uncompressed wire form (echoed in the response)
+  std::string wire_name;  // the same, uncompressed wire form (echoed in the response;
+                          // when empty, BuildResponse encodes `name`)
   uint16_t type = 0;
   uint16_t qclass = 0;
   bool is_hostname = false;  // IsValidHostname(name); the policy decides what to do

@@ -113,6 +113,26 @@ TEST(DnsBuildResponse, UnencodableAnswersAreSkipped) {
       << Hex(got);
 }
 
+TEST(DnsBuildResponse, HandBuiltQuestionNeedsOnlyItsTextName) {
+  Query q;
+  q.id = 0x0102;
+  q.question = Question{};
+  q.question->name = "a.example";
+  q.question->type = kTypeA;
+  q.question->qclass = kClassIn;
+  std::string got =
+      BuildResponse(q, Rcode::kNoError, {ResourceRecord::Address("", Ip("1.2.3.4"), 1)}, 512);
+  EXPECT_EQ(got, Packet(R"(
+      01 02 80 80 00 01 00 01 00 00 00 00
+      01 a 07 example 00 00 01 00 01
+      c0 0c 00 01 00 01 00 00 00 01 00 04 01 02 03 04)"))
+      << Hex(got);
+  // A name that cannot be encoded: no question, and no answer that would need it.
+  q.question->name = "a..example";
+  got = BuildResponse(q, Rcode::kServFail, {ResourceRecord::Address("", Ip("1.2.3.4"), 1)}, 512);
+  EXPECT_EQ(got, Packet("01 02 80 82 00 00 00 00 00 00 00 00"));
+}
+
 TEST(DnsBuildResponse, TtlAboveTwoToThe31IsCapped) {
   Query q = Parsed(MakeQuery(1, "a.b", kTypeA));
   std::string got = BuildResponse(q, Rcode::kNoError,
