@@ -44,6 +44,9 @@ struct RawRunFlags {
   std::string user;
   std::string memory, max_tasks, max_fds, timeout, cpu_time, disk, max_file_size;
   std::vector<std::string> allow_exec;
+  std::string net;  // "none" or empty
+  std::vector<std::string> allow_net, allow_net_private, allow_host_port, dns;
+  std::string net_log;
   std::string audit;
   bool explain = false;
   bool strace = false;
@@ -109,8 +112,46 @@ absl::Status ApplyUser(const std::string& text, policy::Identity& id) {
   return absl::OkStatus();
 }
 
+// The network flags over the file's [net]: --net none drops every rule (and may not be
+// combined with a flag that adds one); the rule flags append.
+absl::Status ApplyNetFlags(const RawRunFlags& raw, policy::NetPolicy& net) {
+  if (!raw.net.empty()) {
+    if (raw.net != "none") {
+      return Invalid(absl::StrCat("--net ", raw.net,
+                                  ": expected none (destinations are allowed with --allow-net)"));
+    }
+    if (!raw.allow_net.empty() || !raw.allow_net_private.empty() || !raw.allow_host_port.empty()) {
+      return Invalid("--net none contradicts --allow-net/--allow-net-private/--allow-host-port");
+    }
+    net.allow.clear();
+    net.host_ports.clear();
+  }
+  for (const char* flag : {"--allow-net", "--allow-net-private"}) {
+    const bool private_ok = absl::string_view(flag) == "--allow-net-private";
+    for (const std::string& text : private_ok ? raw.allow_net_private : raw.allow_net) {
+      absl::StatusOr<policy::NetRule> rule = policy::ParseNetRule(text, private_ok);
+      if (!rule.ok()) return Invalid(absl::StrCat(flag, " ", rule.status().message()));
+      net.allow.push_back(*std::move(rule));
+    }
+  }
+  for (const std::string& text : raw.allow_host_port) {
+    uint32_t port;
+    if (!absl::SimpleAtoi(text, &port) || port == 0 || port > 65535) {
+      return Invalid(absl::StrCat("--allow-host-port ", text, ": expected a port (1-65535)"));
+    }
+    net.host_ports.push_back(static_cast<uint16_t>(port));
+  }
+  for (const std::string& text : raw.dns) {
+    absl::StatusOr<std::string> server = policy::ParseDnsServer(text);
+    if (!server.ok()) return Invalid(absl::StrCat("--dns ", server.status().message()));
+    net.dns_servers.push_back(*server);
+  }
+  if (!raw.net_log.empty()) net.log_file = raw.net_log;
+  return absl::OkStatus();
+}
+
 // The policy: the --policy file (or the defaults), then each flag over it. Lists
-// (mounts, env, exec allow) append to the file's; single values replace its.
+// (mounts, env, exec allow, net rules) append to the file's; single values replace its.
 absl::StatusOr<policy::Policy> BuildPolicy(const RawRunFlags& raw) {
   policy::Policy p;
   if (!raw.policy_file.empty()) {
@@ -159,6 +200,7 @@ absl::StatusOr<policy::Policy> BuildPolicy(const RawRunFlags& raw) {
     p.exec.restricted = true;
     p.exec.allow.push_back(*pattern);
   }
+  RETURN_IF_ERROR(ApplyNetFlags(raw, p.net));
   if (!raw.audit.empty()) p.audit.file = raw.audit;
   if (raw.explain) p.audit.explain = true;
   RETURN_IF_ERROR(policy::Validate(p));
@@ -246,6 +288,28 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
   run->add_option("--allow-exec", raw.allow_exec,
                   "Only these programs may be executed (sandbox path, or DIR/*); repeatable")
       ->type_name("PATH");
+  run->add_option("--net", raw.net,
+                  "none: no network beyond the sandbox's loopback (the default; drops the "
+                  "policy file's rules)")
+      ->type_name("none");
+  run->add_option("--allow-net", raw.allow_net,
+                  "Allow a destination: NAME, *.DOMAIN, IP or CIDR, with [:PORT[-PORT]] and "
+                  "[/udp]; names bind to the IPs they resolve to; repeatable")
+      ->type_name("RULE");
+  run->add_option("--allow-net-private", raw.allow_net_private,
+                  "Allow an IP/CIDR[:PORT] inside an always-blocked range (RFC 1918, "
+                  "link-local, CGNAT, ...); repeatable")
+      ->type_name("CIDR");
+  run->add_option("--allow-host-port", raw.allow_host_port,
+                  "Let the app reach this port of the host's loopback as "
+                  "host.usentry.internal:PORT; repeatable")
+      ->type_name("PORT");
+  run->add_option("--dns", raw.dns,
+                  "Upstream resolver for allowed names (default: the host's resolv.conf)")
+      ->type_name("IP[:PORT]");
+  run->add_option("--net-log", raw.net_log,
+                  "Write one JSON line per network decision to FILE (- = stderr)")
+      ->type_name("FILE");
   run->add_option("--audit", raw.audit, "Write the run's JSONL audit record to FILE (- = stderr)")
       ->type_name("FILE");
   run->add_flag("--explain", raw.explain, "Print one line on stderr for each denied access");

@@ -183,3 +183,59 @@ TEST(BuildEnvironmentTest, LaterValuesReplaceEarlierOnes) {
 
 }  // namespace
 }  // namespace usentry::cli
+
+namespace usentry::cli {
+namespace {
+
+TEST(ParseCommandLineTest, NetworkFlagsBuildTheNetPolicy) {
+  absl::StatusOr<Command> c =
+      Parse({"run", "--allow-net", "pypi.org", "--allow-net", "*.pythonhosted.org:443",
+             "--allow-net-private", "10.1.2.3:5432", "--allow-host-port", "8080", "--dns",
+             "192.0.2.53:5353", "--net-log", "net.jsonl", "--", "true"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  const policy::NetPolicy& net = c->run.policy.net;
+  ASSERT_EQ(net.allow.size(), 3u);
+  EXPECT_EQ(net.allow[1].ToString(), "*.pythonhosted.org:443");
+  EXPECT_TRUE(net.allow[2].private_ok);
+  EXPECT_EQ(net.host_ports, (std::vector<uint16_t>{8080}));
+  EXPECT_EQ(net.dns_servers, (std::vector<std::string>{"192.0.2.53:5353"}));
+  EXPECT_EQ(net.log_file, "net.jsonl");
+  EXPECT_TRUE(net.egress());
+  c = Parse({"run", "--", "true"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->run.policy.net.egress());
+}
+
+TEST(ParseCommandLineTest, BadNetworkFlagsAreOneLineErrors) {
+  auto err = [](std::vector<std::string> args) {
+    absl::StatusOr<Command> c = ParseCommandLine(args, nullptr);
+    return c.ok() ? std::string("ok") : std::string(c.status().message());
+  };
+  EXPECT_THAT(err({"run", "--net", "host", "--", "true"}), HasSubstr("--net host: expected none"));
+  EXPECT_THAT(err({"run", "--net", "none", "--allow-net", "pypi.org", "--", "true"}),
+              HasSubstr("contradicts"));
+  EXPECT_THAT(err({"run", "--allow-net", "pypi.org:99999", "--", "true"}),
+              HasSubstr("--allow-net \"pypi.org:99999\": port"));
+  EXPECT_THAT(err({"run", "--allow-net", "192.168.1.10", "--", "true"}),
+              HasSubstr("--allow-net-private"));
+  EXPECT_THAT(err({"run", "--allow-net-private", "db.internal", "--", "true"}),
+              HasSubstr("not a name"));
+  EXPECT_THAT(err({"run", "--allow-host-port", "0", "--", "true"}),
+              HasSubstr("--allow-host-port 0"));
+  EXPECT_THAT(err({"run", "--dns", "resolver.example", "--", "true"}), HasSubstr("--dns"));
+}
+
+TEST(ParseCommandLineTest, NetNoneDropsThePolicyFilesRules) {
+  TempDir dir;
+  std::string file = dir.path() + "/p.toml";
+  std::ofstream(file) << "[net]\nallow = [\"pypi.org\"]\nhost_ports = [80]\n";
+  absl::StatusOr<Command> c = Parse({"run", "--policy", file, "--", "true"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->run.policy.net.egress());
+  c = Parse({"run", "--policy", file, "--net", "none", "--", "true"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->run.policy.net.egress());
+}
+
+}  // namespace
+}  // namespace usentry::cli

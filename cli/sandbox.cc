@@ -93,7 +93,7 @@ void EnsureStdioOpen() {
 
 // Leaves exactly 0-2 and the FDs in `keep` open, moved to 3, 4, ... in order (each
 // *keep[i] is updated; the moved FDs are not close-on-exec). Returns false on failure.
-bool KeepOnlyStdioAnd(std::initializer_list<int*> keep) {
+bool KeepOnlyStdioAnd(std::vector<int*> keep) {
   // Copy out of the way first, so moving one FD cannot overwrite another that sits on
   // its new number.
   std::vector<int> high;
@@ -105,7 +105,7 @@ bool KeepOnlyStdioAnd(std::initializer_list<int*> keep) {
   int next = 3;
   for (size_t i = 0; i < high.size(); ++i) {
     if (dup2(high[i], next) < 0) return false;
-    *keep.begin()[i] = next++;
+    *keep[i] = next++;
   }
   return close_range(next, ~0U, 0) == 0;
 }
@@ -169,6 +169,31 @@ pid_t StartGofer(const SandboxOptions& options, UniqueFd sock, const GoferMain& 
   _exit(rc);
 }
 
+// --- netgate ---
+pid_t StartNetgate(UniqueFd sock, int net_log_fd, const NetgateMain& netgate_main) {
+  pid_t parent = getpid();
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid != 0) return pid;  // parent (or -1)
+
+  ResetSignalsInChild(/*ignore_terminal=*/true);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("netgate: prctl(PR_SET_PDEATHSIG)");
+  if (getppid() != parent) _exit(125);
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) {
+    ChildFail("netgate: /dev/null");
+  }
+  int fd = sock.release();
+  std::vector<int*> keep = {&fd};
+  if (net_log_fd >= 0) keep.push_back(&net_log_fd);
+  if (!KeepOnlyStdioAnd(keep)) ChildFail("netgate: closing inherited FDs");
+  // The caller's network namespace is the point of netgate; IPC is not needed.
+  (void)unshare(CLONE_NEWIPC);
+  int rc = netgate_main(UniqueFd(fd), net_log_fd);
+  fflush(nullptr);
+  _exit(rc);
+}
+
 // --- sentry ---
 struct SentryChildArgs {
   const SentryMain* main;
@@ -181,6 +206,8 @@ struct SentryChildArgs {
   int namespaces;
   bool root_to_nobody;
   int audit_fd;
+  int netgate_fd;
+  int net_log_fd;
 };
 
 int SentryChild(void* raw) {
@@ -191,9 +218,11 @@ int SentryChild(void* raw) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("sentry: prctl(PR_SET_PDEATHSIG)");
   // Before the early work starts threads: closing FDs under them would pull their own
   // (memfds, the seccomp export) away mid-use, or hand their numbers to our socket.
-  bool ok = args->audit_fd >= 0 ? KeepOnlyStdioAnd({&args->sock, &args->sync_read, &args->audit_fd})
-                                : KeepOnlyStdioAnd({&args->sock, &args->sync_read});
-  if (!ok) ChildFail("sentry: closing inherited FDs");
+  std::vector<int*> keep = {&args->sock, &args->sync_read};
+  for (int* fd : {&args->audit_fd, &args->netgate_fd, &args->net_log_fd}) {
+    if (*fd >= 0) keep.push_back(fd);
+  }
+  if (!KeepOnlyStdioAnd(keep)) ChildFail("sentry: closing inherited FDs");
   if (*args->early) (*args->early)();
   char go = 0;
   ssize_t n;
@@ -220,6 +249,8 @@ int SentryChild(void* raw) {
   process.namespaces = args->namespaces;
   process.gofer_fd = args->sock;
   process.audit_fd = args->audit_fd;
+  process.netgate_fd = args->netgate_fd;
+  process.net_log_fd = args->net_log_fd;
   int rc = (*args->main)(process);
   fflush(nullptr);
   _exit(rc);
@@ -359,7 +390,8 @@ class SignalForwarding {
 }  // namespace
 
 absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const GoferMain& gofer_main,
-                                         const SentryMain& sentry_main) {
+                                         const SentryMain& sentry_main,
+                                         const NetgateMain& netgate_main) {
   SandboxResult result;
   EnsureStdioOpen();
   SignalForwarding forwarding;
@@ -375,9 +407,30 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   if (gofer < 0) return ErrnoStatus("fork(gofer)");
   gofer_end.reset();
 
+  UniqueFd netgate_sentry_end;
+  pid_t netgate = -1;
+  if (netgate_main) {
+    int nv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nv) != 0) {
+      KillAndReap(gofer);
+      return ErrnoStatus("socketpair(AF_UNIX, SOCK_SEQPACKET) for netgate");
+    }
+    netgate_sentry_end = UniqueFd(nv[1]);
+    netgate = StartNetgate(UniqueFd(nv[0]), options.net_log_fd, netgate_main);
+    if (netgate < 0) {
+      KillAndReap(gofer);
+      return ErrnoStatus("fork(netgate)");
+    }
+  }
+  // Everything below that gives up kills both helpers.
+  auto kill_helpers = [&] {
+    KillAndReap(netgate);
+    KillAndReap(gofer);
+  };
+
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) {
-    KillAndReap(gofer);
+    kill_helpers();
     return ErrnoStatus("pipe2(sentry sync)");
   }
   UniqueFd sync_read(sync[0]);
@@ -386,31 +439,33 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   void* stack = mmap(nullptr, kSentryStackSize, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
   if (stack == MAP_FAILED) {
-    KillAndReap(gofer);
+    kill_helpers();
     return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
   }
   bool root_to_nobody = geteuid() == 0;
-  SentryChildArgs args{&sentry_main,    &options.sentry_early, sentry_end.get(),
-                       sync_read.get(), sync_write.get(),      0,
-                       root_to_nobody,  options.audit_fd};
+  SentryChildArgs args{&sentry_main,      &options.sentry_early, sentry_end.get(),
+                       sync_read.get(),   sync_write.get(),      0,
+                       root_to_nobody,    options.audit_fd,      netgate_sentry_end.get(),
+                       options.net_log_fd};
   int granted = 0;
   pid_t sentry = CloneSentryWithFallback(
       args, options, static_cast<char*>(stack) + kSentryStackSize, result, granted);
   int clone_errno = errno;
   munmap(stack, kSentryStackSize);  // the child has its own copy
   if (sentry < 0) {
-    KillAndReap(gofer);
+    kill_helpers();
     return ErrnoStatus("clone(sentry, no namespaces)", clone_errno);
   }
   forwarding.SetSentry(sentry);
   sentry_end.reset();
+  netgate_sentry_end.reset();
   sync_read.reset();
 
   if (granted & CLONE_NEWUSER) {
     absl::Status st = WriteIdMaps(sentry, root_to_nobody);
     if (!st.ok()) {
       KillAndReap(sentry);
-      KillAndReap(gofer);
+      kill_helpers();
       return st;
     }
   }
@@ -418,7 +473,7 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   if (write(sync_write.get(), &go, 1) != 1) {
     absl::Status st = ErrnoStatus("write(sentry sync pipe)");
     KillAndReap(sentry);
-    KillAndReap(gofer);
+    kill_helpers();
     return st;
   }
 
@@ -430,10 +485,10 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   sync_write.reset();
   if (status < 0) {
     absl::Status st = ErrnoStatus(absl::StrCat("waitpid(sentry ", sentry, ")"));
-    KillAndReap(gofer);
+    kill_helpers();
     return st;
   }
-  KillAndReap(gofer);
+  kill_helpers();
   if (result.killed_at_deadline) {
     fprintf(stderr, "usentry: timeout: the sandbox did not stop by itself; killed\n");
     result.exit_code = 124;

@@ -1,5 +1,6 @@
-// Process bring-up of one sandbox: the gofer child, the namespaced sentry child (PID 1 of
-// its own PID namespace), uid/gid maps, signal forwarding and the final exit status.
+// Process bring-up of one sandbox: the gofer child, the netgate child (only when the
+// policy allows egress), the namespaced sentry child (PID 1 of its own PID namespace),
+// uid/gid maps, signal forwarding and the final exit status.
 // What runs inside each child is the caller's (run_command.cc): this file only builds
 // the processes, so its tests can run fake gofers and sentries.
 #ifndef USENTRY_CLI_SANDBOX_H_
@@ -29,9 +30,11 @@ inline constexpr struct {
 
 // What the sentry child is told about the process it runs in.
 struct SentryProcess {
-  int gofer_fd = 3;    // its end of the gofer socketpair
-  int audit_fd = -1;   // SandboxOptions::audit_fd as numbered in the sentry, or -1
-  int namespaces = 0;  // CLONE_NEW* flags clone() actually granted
+  int gofer_fd = 3;     // its end of the gofer socketpair
+  int audit_fd = -1;    // SandboxOptions::audit_fd as numbered in the sentry, or -1
+  int netgate_fd = -1;  // its end of the netgate socketpair, or -1 (no netgate)
+  int net_log_fd = -1;  // SandboxOptions::net_log_fd as numbered in the sentry, or -1
+  int namespaces = 0;   // CLONE_NEW* flags clone() actually granted
 };
 
 struct SandboxOptions {
@@ -46,6 +49,8 @@ struct SandboxOptions {
   // A host FD the sentry keeps (besides 0-2 and its gofer socket): the audit stream.
   // The gofer does not get it.
   int audit_fd = -1;
+  // The --net-log stream: netgate and the sentry each write the decisions they make.
+  int net_log_fd = -1;
   // The CLI's backstop for --timeout: the sentry enforces the limit itself and exits
   // 124; if it has not exited this long after the start, the CLI kills it (and reports
   // SandboxResult::killed_at_deadline). InfiniteDuration: never.
@@ -54,6 +59,9 @@ struct SandboxOptions {
 
 // Runs in the forked gofer child with its socket end (fd 3); returns the exit code.
 using GoferMain = std::function<int(UniqueFd sock)>;
+// Runs in the forked netgate child (in the caller's network namespace) with its socket
+// end and the net-log FD (or -1); returns the exit code.
+using NetgateMain = std::function<int(UniqueFd sock, int net_log_fd)>;
 // Runs in the cloned sentry child, after uid/gid maps are in place; returns the exit code
 // (the usentry exit code, see sentry_main.h).
 using SentryMain = std::function<int(const SentryProcess&)>;
@@ -65,14 +73,17 @@ struct SandboxResult {
   bool killed_at_deadline = false;    // SandboxOptions::kill_after passed (exit_code 124)
 };
 
-// Creates the gofer and the sentry, waits for the sentry, then kills and reaps the gofer.
+// Creates the gofer (and netgate) and the sentry, waits for the sentry, then kills and
+// reaps the others.
 // Call it from a single-threaded process (the CLI is): the children are made with
 // fork()/clone(), and clone() does not reset locks (malloc's) another thread may hold.
 // The exit code is the sentry's, or 125 if it died of a signal ("usentry: sentry crashed
 // (signal N)" is printed). SIGINT/SIGTERM/SIGHUP are forwarded to the sentry while it
 // runs; a second one kills it. Errors are setup failures before the sentry ran.
+// `netgate_main` may be null: then there is no netgate and SentryProcess::netgate_fd is -1.
 absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const GoferMain& gofer_main,
-                                         const SentryMain& sentry_main);
+                                         const SentryMain& sentry_main,
+                                         const NetgateMain& netgate_main = nullptr);
 
 }  // namespace usentry::cli
 

@@ -26,11 +26,11 @@ static SysResult<Reply> Call(UniqueFd& sock, uint64_t& next_tag, Request& req) {
   req.tag = next_tag++;
   std::string bytes = EncodeRequest(req);
   if (bytes.size() > kMaxMessageSize) return Errno{ENAMETOOLONG};
-  if (!SendMessage(sock.get(), bytes).ok()) {
+  if (!SendPacket(sock.get(), bytes).ok()) {
     sock.reset();
     return Errno{EIO};
   }
-  SysResult<Message> msg = RecvMessage(sock.get());
+  SysResult<Packet> msg = RecvPacket(sock.get());
   if (!msg.ok() || msg->bytes.empty()) {
     sock.reset();
     return Errno{EIO};
@@ -201,7 +201,7 @@ void Client::Close(Handle node) {
   req.op = Op::kClose;
   req.handle = node;
   req.tag = next_tag_++;
-  if (!SendMessage(sock_.get(), EncodeRequest(req)).ok()) sock_.reset();
+  if (!SendPacket(sock_.get(), EncodeRequest(req)).ok()) sock_.reset();
 }
 
 }  // namespace usentry::gofer

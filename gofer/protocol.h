@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/seqpacket.h"
 #include "base/sys_result.h"
 #include "base/unique_fd.h"
 #include "gofer/client.h"
@@ -23,7 +24,7 @@
 namespace usentry::gofer {
 
 // Largest message either side sends or accepts. ReadDir pages its results to fit.
-inline constexpr size_t kMaxMessageSize = 64 * 1024;
+inline constexpr size_t kMaxMessageSize = kMaxPacketSize;
 // Longest single path component and symlink target accepted (Linux NAME_MAX, PATH_MAX-1).
 inline constexpr size_t kMaxNameLen = 255;
 inline constexpr size_t kMaxSymlinkTargetLen = 4095;
@@ -121,18 +122,7 @@ SysStatus ValidateName(std::string_view name);
 // ENAMETOOLONG if longer than kMaxSymlinkTargetLen.
 SysStatus ValidateSymlinkTarget(std::string_view target);
 
-// Sends one message, with `fd` attached by SCM_RIGHTS when fd >= 0 (the caller keeps
-// ownership of fd). Returns the send errno; EMSGSIZE if bytes exceed kMaxMessageSize.
-SysStatus SendMessage(int sock, std::string_view bytes, int fd = -1);
-
-struct Message {
-  std::string bytes;  // empty: the peer closed the socket
-  UniqueFd fd;        // the donated FD, if one came with the message
-};
-// Receives one message (at most one FD; extra FDs are closed and reported as EBADMSG).
-// A message longer than kMaxMessageSize is EMSGSIZE. Retries on EINTR.
-SysResult<Message> RecvMessage(int sock);
-
+// The transport is base/seqpacket.h (SendPacket/RecvPacket).
 }  // namespace usentry::gofer
 
 #endif  // USENTRY_GOFER_PROTOCOL_H_

@@ -228,9 +228,9 @@ class TransportTest : public ::testing::Test {
 TEST_F(TransportTest, MessageWithFd) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
-  ASSERT_TRUE(SendMessage(sv_[0], "hello", p[1]).ok());
+  ASSERT_TRUE(SendPacket(sv_[0], "hello", p[1]).ok());
   close(p[1]);
-  SysResult<Message> m = RecvMessage(sv_[1]);
+  SysResult<Packet> m = RecvPacket(sv_[1]);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->bytes, "hello");
   ASSERT_TRUE(m->fd.valid());
@@ -244,10 +244,10 @@ TEST_F(TransportTest, MessageWithFd) {
 
 TEST_F(TransportTest, OversizedMessages) {
   std::string big(kMaxMessageSize + 1, 'a');
-  EXPECT_EQ(SendMessage(sv_[0], big).error(), EMSGSIZE);
+  EXPECT_EQ(SendPacket(sv_[0], big).error(), EMSGSIZE);
   // A peer bypassing SendMessage: the receiver reports EMSGSIZE, not a truncated message.
   ASSERT_EQ(send(sv_[0], big.data(), big.size(), 0), static_cast<ssize_t>(big.size()));
-  SysResult<Message> m = RecvMessage(sv_[1]);
+  SysResult<Packet> m = RecvPacket(sv_[1]);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error(), EMSGSIZE);
 }
@@ -271,7 +271,7 @@ TEST_F(TransportTest, TwoFdsAreRefusedAndClosed) {
   ASSERT_EQ(sendmsg(sv_[0], &msg, 0), 1);
   close(p[0]);
   close(p[1]);
-  SysResult<Message> m = RecvMessage(sv_[1]);
+  SysResult<Packet> m = RecvPacket(sv_[1]);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error(), EBADMSG);
 }
@@ -279,7 +279,7 @@ TEST_F(TransportTest, TwoFdsAreRefusedAndClosed) {
 TEST_F(TransportTest, PeerCloseIsEmptyMessage) {
   close(sv_[0]);
   sv_[0] = -1;
-  SysResult<Message> m = RecvMessage(sv_[1]);
+  SysResult<Packet> m = RecvPacket(sv_[1]);
   ASSERT_TRUE(m.ok());
   EXPECT_TRUE(m->bytes.empty());
 }

@@ -47,7 +47,7 @@ absl::Status Serve(const GoferConfig& config, UniqueFd sock,
   ASSIGN_OR_RETURN(std::unique_ptr<FileServer> server, FileServer::Create(config));
   if (confine) RETURN_IF_ERROR(confine());
   while (true) {
-    SysResult<Message> msg = RecvMessage(sock.get());
+    SysResult<Packet> msg = RecvPacket(sock.get());
     Response resp;
     UniqueFd donate;
     if (!msg.ok()) {
@@ -79,7 +79,7 @@ absl::Status Serve(const GoferConfig& config, UniqueFd sock,
     // Close is never answered (protocol.h), even when it failed or did not decode: the
     // client does not wait for it, and an answer would pair with its next request.
     if (resp.op == Op::kClose) continue;
-    SysStatus sent = SendMessage(sock.get(), EncodeResponse(resp), donate.get());
+    SysStatus sent = SendPacket(sock.get(), EncodeResponse(resp), donate.get());
     if (!sent.ok()) {
       if (sent.error() == EPIPE || sent.error() == ECONNRESET) return absl::OkStatus();
       return ErrnoStatus(absl::StrCat("sendmsg(sock=", sock.get(), ")"), sent.error());

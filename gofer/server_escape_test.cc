@@ -72,8 +72,8 @@ class GoferEscapeTest : public ::testing::Test {
   }
   // Sends a hand-made request on the client's socket and returns the decoded response.
   Response Raw(std::string_view bytes) {
-    EXPECT_TRUE(SendMessage(harness_->raw_socket(), bytes).ok());
-    SysResult<Message> m = RecvMessage(harness_->raw_socket());
+    EXPECT_TRUE(SendPacket(harness_->raw_socket(), bytes).ok());
+    SysResult<Packet> m = RecvPacket(harness_->raw_socket());
     EXPECT_TRUE(m.ok());
     EXPECT_FALSE(m->fd.valid());
     SysResult<Response> r = DecodeResponse(m->bytes);
@@ -172,7 +172,7 @@ TEST_F(GoferEscapeTest, HostileMessagesGetErrorsAndServerKeepsServing) {
   std::string big(kMaxMessageSize + 100, 'z');
   ASSERT_EQ(send(harness_->raw_socket(), big.data(), big.size(), 0),
             static_cast<ssize_t>(big.size()));
-  SysResult<Message> m = RecvMessage(harness_->raw_socket());
+  SysResult<Packet> m = RecvPacket(harness_->raw_socket());
   ASSERT_TRUE(m.ok());
   SysResult<Response> resp = DecodeResponse(m->bytes);
   ASSERT_TRUE(resp.ok());

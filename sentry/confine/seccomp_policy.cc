@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,8 +73,17 @@ constexpr int kUnconditional[] = {
     SCMP_SYS(rt_sigreturn),
     SCMP_SYS(sigaltstack),
     // Gofer/netgate protocol (SOCK_SEQPACKET + SCM_RIGHTS); no socket() or connect().
+    // sendmsg's msg_name cannot redirect anything: the only host internet sockets the
+    // sentry holds are connected TCP sockets (which ignore it); UDP goes through
+    // netgate's AF_UNIX relays.
     SCMP_SYS(sendmsg),
     SCMP_SYS(recvmsg),
+    // The app's traffic on sockets netgate donated (sendto only without an address,
+    // below): reads with a source address, half-closes, names for getsockname.
+    SCMP_SYS(recvfrom),
+    SCMP_SYS(shutdown),
+    SCMP_SYS(getsockname),
+    SCMP_SYS(getpeername),
     // Waiting.
     SCMP_SYS(poll),
     SCMP_SYS(ppoll),
@@ -118,6 +130,15 @@ constexpr uint64_t kCloneNamespaceFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_
 // into the host terminal) or TIOCSCTTY/TIOCCONS.
 constexpr uint64_t kIoctls[] = {TCGETS,     TCSETS,    TCSETSW,   TCSETSF, TIOCGWINSZ,
                                 TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP, FIONREAD};
+
+struct SockOpt {
+  int level;
+  int name;
+};
+constexpr SockOpt kSockOpts[] = {
+    {SOL_SOCKET, SO_KEEPALIVE},   {IPPROTO_TCP, TCP_NODELAY}, {IPPROTO_TCP, TCP_KEEPIDLE},
+    {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT},
+};
 
 constexpr uint64_t kPrctlOptions[] = {PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_NAME,
                                       PR_GET_NAME, PR_SET_SECCOMP};
@@ -196,6 +217,21 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   // The app's membarrier across its threads (which run in stub processes) is the host's
   // global barrier; no other command (registration changes what the host does later).
   RETURN_IF_ERROR(Add(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
+  // send() on a donated socket is sendto(fd, buf, len, flags, NULL, 0): never with an
+  // address of the sentry's choosing.
+  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(sendto), {SCMP_A4(SCMP_CMP_EQ, 0)}));
+  // The socket options the app's TCP connections pass through to the host socket, and
+  // the two the sentry reads back; nothing that binds to a device or marks packets.
+  for (const SockOpt& o : kSockOpts) {
+    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(setsockopt),
+                        {SCMP_A1(SCMP_CMP_EQ, static_cast<uint64_t>(o.level)),
+                         SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(o.name))}));
+  }
+  for (const SockOpt& o : {SockOpt{SOL_SOCKET, SO_ERROR}, SockOpt{IPPROTO_TCP, TCP_INFO}}) {
+    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(getsockopt),
+                        {SCMP_A1(SCMP_CMP_EQ, static_cast<uint64_t>(o.level)),
+                         SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(o.name))}));
+  }
   for (uint64_t cmd : kIoctls) {
     RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
   }

@@ -6,10 +6,13 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 #include <initializer_list>
@@ -46,6 +49,21 @@ class SentryFilterTest : public ::testing::Test {
 
   std::vector<sock_filter> prog_;
 };
+
+TEST_F(SentryFilterTest, DonatedSocketsCannotBeAimedElsewhere) {
+  EXPECT_EQ(Eval(__NR_sendto, {5, 0x1000, 10, 0, 0, 0}), kAllow);
+  EXPECT_EQ(Eval(__NR_sendto, {5, 0x1000, 10, 0, 0x2000, 16}), kKill);
+  EXPECT_EQ(Eval(__NR_recvfrom, {5, 0x1000, 10, 0, 0x2000, 0x3000}), kAllow);
+  EXPECT_EQ(Eval(__NR_shutdown, {5, SHUT_WR}), kAllow);
+  EXPECT_EQ(Eval(__NR_setsockopt, {5, IPPROTO_TCP, TCP_NODELAY, 0x1000, 4}), kAllow);
+  EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, SO_KEEPALIVE, 0x1000, 4}), kAllow);
+  for (int opt : {SO_BINDTODEVICE, SO_MARK, SO_REUSEADDR, SO_ATTACH_FILTER}) {
+    EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, static_cast<uint64_t>(opt), 0x1000, 4}), kKill)
+        << opt;
+  }
+  EXPECT_EQ(Eval(__NR_getsockopt, {5, SOL_SOCKET, SO_ERROR, 0x1000, 0x2000}), kAllow);
+  EXPECT_EQ(Eval(__NR_getsockopt, {5, SOL_SOCKET, SO_PEERCRED, 0x1000, 0x2000}), kKill);
+}
 
 TEST_F(SentryFilterTest, ForbiddenFamiliesKill) {
   for (int nr : {__NR_open,

@@ -176,7 +176,7 @@ absl::Status Validate(const Policy& policy) {
   if (policy.identity.uid == UINT32_MAX || policy.identity.gid == UINT32_MAX) {
     return Invalid("identity: uid/gid 4294967295 is reserved");
   }
-  return absl::OkStatus();
+  return ValidateNetPolicy(policy.net);
 }
 
 std::string Policy::ToJson() const {
@@ -199,6 +199,13 @@ std::string Policy::ToJson() const {
                  {"disk", limits.disk_bytes},
                  {"max_file_size", limits.max_file_size}};
   j["exec"] = {{"restricted", exec.restricted}, {"allow", exec.allow}};
+  nlohmann::json allow = nlohmann::json::array(), allow_private = nlohmann::json::array();
+  for (const NetRule& r : net.allow) (r.private_ok ? allow_private : allow).push_back(r.ToString());
+  j["net"] = {{"allow", allow},
+              {"allow_private", allow_private},
+              {"host_ports", net.host_ports},
+              {"dns", net.dns_servers},
+              {"log", net.log_file}};
   j["audit"] = {{"file", audit.file}, {"explain", audit.explain}};
   return j.dump();
 }

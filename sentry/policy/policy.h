@@ -1,7 +1,7 @@
 // Policy: what one run may reach and use (mounts, environment, identity, limits, exec
-// rules, audit settings), built once from a TOML file and/or CLI flags, validated, then
-// immutable. The isolation machinery (CLI, gofer, sentry) only consults it.
-// Every key is documented, with an example, in docs/policy.md.
+// rules, network rules, audit settings), built once from a TOML file and/or CLI flags, validated,
+// then immutable. The isolation machinery (CLI, gofer, sentry) only consults it. Every key is
+// documented, with an example, in docs/policy.md.
 #ifndef USENTRY_SENTRY_POLICY_POLICY_H_
 #define USENTRY_SENTRY_POLICY_POLICY_H_
 
@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "sentry/policy/net_rules.h"
 
 namespace usentry::policy {
 
@@ -70,6 +71,7 @@ struct Policy {
   Identity identity;
   Limits limits;
   ExecRules exec;
+  NetPolicy net;  // net_rules.h; no rule = no network beyond the sandbox's loopback
   AuditSettings audit;
 
   // Canonical JSON of everything above (stable key order), and its SHA-256 in hex: the

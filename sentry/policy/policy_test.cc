@@ -135,11 +135,34 @@ TEST(PolicyTomlTest, ErrorsNameFileLineAndKey) {
               HasSubstr("unknown mode"));
   EXPECT_THAT(err("limits = 3\n"), HasSubstr("p.toml:1: limits: expected a table"));
   EXPECT_THAT(err("[limits\n"), HasSubstr("p.toml:1:"));
-  EXPECT_THAT(err("[net]\nallow = []\n"), HasSubstr("not supported yet"));
+  EXPECT_EQ(err("[net]\nallow = [\"pypi.org\", \"bad host\"]\n"),
+            "p.toml:2: net.allow: \"bad host\": not a hostname, *.domain, address or CIDR");
+  EXPECT_THAT(err("[net]\nallow = [\"10.0.0.5\"]\n"), HasSubstr("allow_private"));
+  EXPECT_THAT(err("[net]\nallow_private = [\"db.internal\"]\n"), HasSubstr("not a name"));
+  EXPECT_THAT(err("[net]\nhost_ports = [0]\n"), HasSubstr("p.toml:2: net.host_ports"));
+  EXPECT_THAT(err("[net]\ndns = [\"resolver\"]\n"), HasSubstr("p.toml:2: net.dns"));
+  EXPECT_EQ(err("[net]\nproxy = 1\n"), "p.toml:2: net.proxy: unknown key");
   EXPECT_THAT(err("[limits]\nmemory = \"1MiB\"\n"), HasSubstr("at least 16MiB"));
   EXPECT_THAT(err("[[mount]]\nsource = \"/tmp\"\ntarget = \"/x\"\n[[mount]]\nsource = "
                   "\"/tmp\"\ntarget = \"/x/\"\n"),
               HasSubstr("mounted twice"));
+}
+
+TEST(PolicyTomlTest, NetTableBuildsTheRules) {
+  absl::StatusOr<Policy> p = ParsePolicyToml(
+      "[net]\nallow = [\"pypi.org\", \"*.pythonhosted.org:443\", \"203.0.113.0/24\"]\n"
+      "allow_private = [\"10.1.2.3:5432\"]\nhost_ports = [8080]\ndns = [\"192.0.2.53\"]\n"
+      "log = \"net.jsonl\"\n",
+      "p.toml", "/base");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->net.allow.size(), 4u);
+  EXPECT_EQ(p->net.allow[1].ToString(), "*.pythonhosted.org:443");
+  EXPECT_TRUE(p->net.allow[3].private_ok);
+  EXPECT_EQ(p->net.host_ports, (std::vector<uint16_t>{8080}));
+  EXPECT_EQ(p->net.dns_servers, (std::vector<std::string>{"192.0.2.53:53"}));
+  EXPECT_EQ(p->net.log_file, "/base/net.jsonl");
+  EXPECT_TRUE(p->net.egress());
+  EXPECT_THAT(p->ToJson(), HasSubstr("\"allow_private\":[\"10.1.2.3:5432\"]"));
 }
 
 TEST(PolicyTest, DigestChangesWithAnyField) {
@@ -151,6 +174,9 @@ TEST(PolicyTest, DigestChangesWithAnyField) {
   EXPECT_NE(a.Digest(), b.Digest());
   b = a;
   b.exec.restricted = true;
+  EXPECT_NE(a.Digest(), b.Digest());
+  b = a;
+  b.net.allow.push_back(*ParseNetRule("pypi.org", false));
   EXPECT_NE(a.Digest(), b.Digest());
 }
 

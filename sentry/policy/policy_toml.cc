@@ -34,10 +34,7 @@ class Reader {
       bool ok = false;
       for (absl::string_view name : known) ok = ok || name == Str(k.str());
       if (!ok) {
-        std::string hint = prefix.empty() && k.str() == "net"
-                               ? " (network rules come with the network policy; not supported yet)"
-                               : "";
-        return Error(v, absl::StrCat(prefix, Str(k.str())), absl::StrCat("unknown key", hint));
+        return Error(v, absl::StrCat(prefix, Str(k.str())), "unknown key");
       }
     }
     return absl::OkStatus();
@@ -185,10 +182,52 @@ absl::Status ReadExec(const Reader& r, const toml::table& t, ExecRules& e) {
   return absl::OkStatus();
 }
 
+// [net]: allow / allow_private rules, host_ports, dns upstreams, the egress log.
+absl::Status ReadNet(const Reader& r, const toml::table& t, absl::string_view base_dir,
+                     NetPolicy& net) {
+  RETURN_IF_ERROR(r.OnlyKeys(t, "net.", {"allow", "allow_private", "host_ports", "dns", "log"}));
+  for (const char* key : {"allow", "allow_private"}) {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) continue;
+    const std::string full = absl::StrCat("net.", key);
+    ASSIGN_OR_RETURN(std::vector<std::string> rules, r.Strings(*n, full));
+    for (const std::string& text : rules) {
+      absl::StatusOr<NetRule> rule = ParseNetRule(text, std::string_view(key) == "allow_private");
+      if (!rule.ok()) return r.Error(*n, full, rule.status().message());
+      net.allow.push_back(*std::move(rule));
+    }
+  }
+  if (const toml::node* n = t.get("host_ports")) {
+    const toml::array* a = n->as_array();
+    if (a == nullptr) return r.Error(*n, "net.host_ports", "expected an array of ports");
+    for (const toml::node& e : *a) {
+      ASSIGN_OR_RETURN(uint64_t port, r.Count(e, "net.host_ports", 65535));
+      if (port == 0) return r.Error(e, "net.host_ports", "port 0 is not a port");
+      net.host_ports.push_back(static_cast<uint16_t>(port));
+    }
+  }
+  if (const toml::node* n = t.get("dns")) {
+    ASSIGN_OR_RETURN(std::vector<std::string> servers, r.Strings(*n, "net.dns"));
+    for (const std::string& s : servers) {
+      absl::StatusOr<std::string> server = ParseDnsServer(s);
+      if (!server.ok()) return r.Error(*n, "net.dns", server.status().message());
+      net.dns_servers.push_back(*server);
+    }
+  }
+  if (const toml::node* n = t.get("log")) {
+    ASSIGN_OR_RETURN(net.log_file, r.String(*n, "net.log"));
+    if (!net.log_file.empty() && net.log_file != "-" && net.log_file[0] != '/') {
+      net.log_file = absl::StrCat(base_dir, "/", net.log_file);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadTable(const Reader& r, const toml::table& root, absl::string_view base_dir,
                        Policy& p) {
   RETURN_IF_ERROR(r.OnlyKeys(
-      root, "", {"rootfs", "workdir", "mount", "env", "identity", "limits", "exec", "audit"}));
+      root, "",
+      {"rootfs", "workdir", "mount", "env", "identity", "limits", "exec", "net", "audit"}));
   if (const toml::node* n = root.get("rootfs")) {
     ASSIGN_OR_RETURN(std::string rootfs, r.String(*n, "rootfs"));
     if (!rootfs.empty() && rootfs[0] != '/') rootfs = absl::StrCat(base_dir, "/", rootfs);
@@ -225,6 +264,8 @@ absl::Status ReadTable(const Reader& r, const toml::table& root, absl::string_vi
   if (limits) RETURN_IF_ERROR(ReadLimits(r, *limits, p.limits));
   ASSIGN_OR_RETURN(const toml::table* exec, table("exec"));
   if (exec) RETURN_IF_ERROR(ReadExec(r, *exec, p.exec));
+  ASSIGN_OR_RETURN(const toml::table* net, table("net"));
+  if (net) RETURN_IF_ERROR(ReadNet(r, *net, base_dir, p.net));
   ASSIGN_OR_RETURN(const toml::table* audit, table("audit"));
   if (audit) {
     RETURN_IF_ERROR(r.OnlyKeys(*audit, "audit.", {"file", "explain"}));

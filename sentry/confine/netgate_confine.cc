@@ -1,0 +1,176 @@
+// netgate's confinement and host-syscall allowlist (docs/security.md, "netgate").
+#include "sentry/confine/netgate_confine.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/unique_fd.h"
+
+namespace usentry::sentry::confine {
+namespace {
+
+constexpr int kNetgateSyscalls[] = {
+    // The sentry protocol (SCM_RIGHTS donations) and relayed datagrams.
+    SCMP_SYS(sendmsg),
+    SCMP_SYS(recvmsg),
+    SCMP_SYS(sendto),
+    SCMP_SYS(recvfrom),
+    // Dialing allowed destinations; upstream DNS (c-ares: UDP, TCP on truncation).
+    SCMP_SYS(connect),
+    SCMP_SYS(getsockopt),  // SO_ERROR of a dial, TCP_INFO byte counts
+    SCMP_SYS(setsockopt),  // c-ares sets buffer sizes
+    SCMP_SYS(getsockname),
+    SCMP_SYS(getpeername),  // the peer is checked again before a socket is donated
+    SCMP_SYS(shutdown),
+    SCMP_SYS(poll),
+    SCMP_SYS(ppoll),
+    SCMP_SYS(read),
+    SCMP_SYS(readv),
+    SCMP_SYS(write),  // the --net-log line, diagnostics on stderr
+    SCMP_SYS(writev),
+    SCMP_SYS(close),
+    SCMP_SYS(fcntl),
+    // Its own memory, signals, time and exit.
+    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mremap),
+    SCMP_SYS(madvise),
+    SCMP_SYS(mprotect),
+    SCMP_SYS(brk),
+    SCMP_SYS(futex),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(restart_syscall),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(gettimeofday),
+    SCMP_SYS(getrandom),
+    SCMP_SYS(getpid),
+    SCMP_SYS(gettid),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+};
+
+// Host ids netgate becomes when started as root.
+constexpr uid_t kNobodyUid = 65534;
+constexpr gid_t kNogroupGid = 65534;
+
+absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp> args) {
+  int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, args.size(), args.begin());
+  if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(netgate, nr=", nr, ")"), -rc);
+  return absl::OkStatus();
+}
+
+// An empty directory, entered as root and removed: no path names anything any more.
+ConfineLayer EnterEmptyRoot() {
+  ConfineLayer layer{"empty-root", false, ""};
+  char dir[] = "/tmp/usentry-netgate-root-XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    layer.detail = absl::StrCat("mkdtemp: ", strerror(errno));
+    return layer;
+  }
+  UniqueFd parent(open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  const char* name = dir + strlen("/tmp/");
+  // Without CAP_SYS_CHROOT, a user namespace of our own grants it (the host network
+  // namespace stays ours: only the credentials change).
+  bool ok = chroot(dir) == 0;
+  if (!ok && errno == EPERM && geteuid() != 0 && unshare(CLONE_NEWUSER) == 0) {
+    ok = chroot(dir) == 0;
+  }
+  int err = errno;
+  if (!ok) {
+    rmdir(dir);
+    layer.detail = absl::StrCat("chroot: ", strerror(err));
+    return layer;
+  }
+  if (chdir("/") != 0 || !parent.valid() || unlinkat(parent.get(), name, AT_REMOVEDIR) != 0) {
+    layer.detail = absl::StrCat("leaving the old root: ", strerror(errno));
+    return layer;
+  }
+  layer.applied = true;
+  layer.detail = "an empty, deleted directory";
+  return layer;
+}
+
+ConfineLayer BecomeNobody() {
+  ConfineLayer layer{"host-identity", false, ""};
+  if (geteuid() != 0) {
+    layer.applied = true;
+    layer.detail = absl::StrCat("the caller's uid ", geteuid());
+    return layer;
+  }
+  if (setgroups(0, nullptr) != 0 || setresgid(kNogroupGid, kNogroupGid, kNogroupGid) != 0 ||
+      setresuid(kNobodyUid, kNobodyUid, kNobodyUid) != 0) {
+    layer.detail = absl::StrCat("setresuid(nobody): ", strerror(errno));
+    return layer;
+  }
+  // A credential change clears the parent-death signal; netgate dies with the CLI.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  layer.applied = true;
+  layer.detail = "host nobody (65534)";
+  return layer;
+}
+
+}  // namespace
+
+absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action) {
+  ScmpFilter filter(seccomp_init(default_action));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  scmp_filter_ctx ctx = filter.get();
+  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, default_action);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  for (int nr : kNetgateSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
+  // socket(): AF_INET/AF_INET6 streams and datagrams only (SOCK_NONBLOCK/SOCK_CLOEXEC
+  // allowed), protocol 0/TCP/UDP; never raw, packet or netlink sockets.
+  constexpr uint64_t kTypeMask = 0xf;
+  for (int family : {AF_INET, AF_INET6}) {
+    for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+      RETURN_IF_ERROR(Add(ctx, SCMP_SYS(socket),
+                          {SCMP_A0(SCMP_CMP_EQ, static_cast<uint64_t>(family)),
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, static_cast<uint64_t>(type))}));
+    }
+  }
+  // The UDP relays' socketpairs.
+  RETURN_IF_ERROR(
+      Add(ctx, SCMP_SYS(socketpair),
+          {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_DGRAM)}));
+  // c-ares asks how much a datagram socket holds and makes sockets non-blocking this way.
+  for (uint64_t cmd : {static_cast<uint64_t>(FIONREAD), static_cast<uint64_t>(FIONBIO)}) {
+    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
+  }
+  return filter;
+}
+
+absl::StatusOr<ConfineReport> ConfineNetgate() {
+  ConfineReport report;
+  report.layers.push_back(EnterEmptyRoot());
+  report.layers.push_back(BecomeNobody());
+  report.layers.push_back(DropCapabilities(true, 0));
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
+  }
+  report.layers.push_back({"no-new-privs", true, "set"});
+  const char* env = getenv("USENTRY_DEBUG_SECCOMP");
+  bool debug = env != nullptr && strcmp(env, "1") == 0;
+  if (debug) RETURN_IF_ERROR(InstallSeccompDebugHandler());
+  ASSIGN_OR_RETURN(ScmpFilter filter,
+                   BuildNetgateFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
+  int rc = seccomp_load(filter.get());
+  if (rc < 0) return ErrnoStatus("seccomp_load(netgate allowlist)", -rc);
+  report.layers.push_back(
+      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  return report;
+}
+
+}  // namespace usentry::sentry::confine
