@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
-namespace usentry::sentry::net::netgate::testing {
+namespace usentry::netgate::testing {
 namespace {
 
 struct SockAddr {
@@ -190,4 +190,4 @@ std::string Answer(const dns::Query& q, dns::Rcode rcode,
   return dns::BuildResponse(q, rcode, answers, 65535);
 }
 
-}  // namespace usentry::sentry::net::netgate::testing
+}  // namespace usentry::netgate::testing

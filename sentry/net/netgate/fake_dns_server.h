@@ -19,7 +19,9 @@
 #include "base/unique_fd.h"
 #include "sentry/net/dns_message.h"
 
-namespace usentry::sentry::net::netgate::testing {
+namespace usentry::netgate::testing {
+
+namespace dns = ::usentry::sentry::net::dns;
 
 class FakeDnsServer {
  public:
@@ -62,6 +64,6 @@ class FakeDnsServer {
 std::string Answer(const dns::Query& q, dns::Rcode rcode,
                    const std::vector<dns::ResourceRecord>& answers = {});
 
-}  // namespace usentry::sentry::net::netgate::testing
+}  // namespace usentry::netgate::testing
 
 #endif  // USENTRY_SENTRY_NET_NETGATE_FAKE_DNS_SERVER_H_

@@ -13,8 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sentry/policy/net_rules.h"
 
-namespace usentry::sentry::net::netgate {
+namespace usentry::netgate {
 namespace {
 
 // Payload size we advertise upstream with EDNS0: the DNS flag day 2020 value, which
@@ -26,52 +27,26 @@ struct ServerAddress {
   uint16_t port = 53;
 };
 
-std::optional<uint16_t> ParsePort(absl::string_view s) {
-  uint32_t port = 0;
-  if (s.empty() || !absl::SimpleAtoi(s, &port) || port == 0 || port > 65535) return std::nullopt;
-  if (!absl::ascii_isdigit(static_cast<unsigned char>(s[0]))) return std::nullopt;  // "+53"
-  return static_cast<uint16_t>(port);
-}
-
-// "1.2.3.4", "1.2.3.4:53", "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:53".
+// The policy's parser decides what a server may look like (the CLI has already run it
+// on --dns); its canonical "IP:PORT" / "[IPv6]:PORT" is split here.
 absl::StatusOr<ServerAddress> ParseServer(absl::string_view text) {
-  auto bad = [&]() {
+  absl::StatusOr<std::string> canonical = policy::ParseDnsServer(text);
+  if (!canonical.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("upstream DNS server \"", text, "\": expected IP, IP:PORT or [IPv6]:PORT"));
-  };
-  ServerAddress out;
-  absl::string_view host = text;
-  if (absl::ConsumePrefix(&host, "[")) {
-    const size_t close = host.find(']');
-    if (close == absl::string_view::npos) return bad();
-    absl::string_view rest = host.substr(close + 1);
-    host = host.substr(0, close);
-    if (!rest.empty()) {
-      if (!absl::ConsumePrefix(&rest, ":")) return bad();
-      std::optional<uint16_t> port = ParsePort(rest);
-      if (!port) return bad();
-      out.port = *port;
-    }
-    std::optional<IpAddress> ip = IpAddress::Parse(host);
-    if (!ip || !ip->is_v6()) return bad();
-    out.ip = *ip;
-    return out;
+        absl::StrCat("upstream DNS server: ", canonical.status().message()));
   }
-  if (std::count(text.begin(), text.end(), ':') == 1) {
-    const size_t colon = text.find(':');
-    std::optional<uint16_t> port = ParsePort(text.substr(colon + 1));
-    if (!port) return bad();
-    out.port = *port;
-    host = text.substr(0, colon);
-    std::optional<IpAddress> ip = IpAddress::Parse(host);
-    if (!ip || !ip->is_v4()) return bad();
-    out.ip = *ip;
-    return out;
-  }
+  absl::string_view c = *canonical;
+  const size_t colon = c.rfind(':');
+  absl::string_view host = c.substr(0, colon);
+  absl::ConsumePrefix(&host, "[");
+  absl::ConsumeSuffix(&host, "]");
   std::optional<IpAddress> ip = IpAddress::Parse(host);
-  if (!ip) return bad();
-  out.ip = *ip;
-  return out;
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || !ip || !absl::SimpleAtoi(c.substr(colon + 1), &port) ||
+      port == 0 || port > 65535) {
+    return absl::InternalError(absl::StrCat("ParseDnsServer gave \"", c, "\""));
+  }
+  return ServerAddress{*ip, static_cast<uint16_t>(port)};
 }
 
 std::string ServerText(int family, const void* addr, int port) {
@@ -97,9 +72,9 @@ bool IsSendableName(absl::string_view name) {
   return true;
 }
 
-ResolveResult Failure(ResolveStatus status, std::string error) {
-  ResolveResult r;
-  r.status = status;
+Resolver::Result Failure(int rcode, std::string error) {
+  Resolver::Result r;
+  r.rcode = rcode;
   r.error = std::move(error);
   return r;
 }
@@ -107,15 +82,15 @@ ResolveResult Failure(ResolveStatus status, std::string error) {
 uint32_t Ttl(int ttl) { return ttl < 0 ? 0 : static_cast<uint32_t>(ttl); }
 
 // The addresses of a successful answer (ARES_SUCCESS: NOERROR with answers).
-ResolveResult ParseAnswer(AddressFamily family, const unsigned char* abuf, int alen) {
-  ResolveResult r;
+Resolver::Result ParseAnswer(uint16_t qtype, const unsigned char* abuf, int alen) {
+  Resolver::Result r;
   int n = static_cast<int>(UpstreamResolver::kMaxAddresses);
   int status;
-  if (family == AddressFamily::kA) {
+  if (qtype == kTypeA) {
     std::vector<ares_addrttl> ttls(UpstreamResolver::kMaxAddresses);
     status = ares_parse_a_reply(abuf, alen, nullptr, ttls.data(), &n);
     for (int i = 0; status == ARES_SUCCESS && i < n; ++i) {
-      r.addresses.push_back({IpAddress::FromIn(ttls[i].ipaddr), Ttl(ttls[i].ttl)});
+      r.addrs.push_back({IpAddress::FromIn(ttls[i].ipaddr), Ttl(ttls[i].ttl)});
     }
   } else {
     std::vector<ares_addr6ttl> ttls(UpstreamResolver::kMaxAddresses);
@@ -124,45 +99,43 @@ ResolveResult ParseAnswer(AddressFamily family, const unsigned char* abuf, int a
       in6_addr a;
       static_assert(sizeof(a) == sizeof(ttls[i].ip6addr));
       memcpy(&a, &ttls[i].ip6addr, sizeof(a));
-      r.addresses.push_back({IpAddress::FromIn6(a), Ttl(ttls[i].ttl)});
+      r.addrs.push_back({IpAddress::FromIn6(a), Ttl(ttls[i].ttl)});
     }
   }
-  if (status == ARES_ENODATA || (status == ARES_SUCCESS && r.addresses.empty())) {
+  if (status == ARES_ENODATA || (status == ARES_SUCCESS && r.addrs.empty())) {
     // Only records of the other family, only a CNAME, or records for other names.
-    return Failure(ResolveStatus::kNoData, "answer has no address of this family for the name");
+    return Failure(kRcodeNoError, "answer has no address of this family for the name");
   }
   if (status != ARES_SUCCESS) {
-    return Failure(ResolveStatus::kServFail,
-                   absl::StrCat("unusable answer: ", ares_strerror(status)));
+    return Failure(kRcodeServFail, absl::StrCat("unusable answer: ", ares_strerror(status)));
   }
-  r.status = ResolveStatus::kOk;
+  r.rcode = kRcodeNoError;
   return r;
 }
 
-ResolveResult FromAres(AddressFamily family, int status, int timeouts, const unsigned char* abuf,
-                       int alen) {
+Resolver::Result FromAres(uint16_t qtype, int status, int timeouts, const unsigned char* abuf,
+                          int alen) {
   switch (status) {
     case ARES_SUCCESS:
-      return ParseAnswer(family, abuf, alen);
+      return ParseAnswer(qtype, abuf, alen);
     case ARES_ENODATA:
-      return Failure(ResolveStatus::kNoData, "no records of this type (NOERROR)");
+      return Failure(kRcodeNoError, "no records of this type (NOERROR)");
     case ARES_ENOTFOUND:
-      return Failure(ResolveStatus::kNxDomain, "no such name (NXDOMAIN)");
+      return Failure(kRcodeNxDomain, "no such name (NXDOMAIN)");
     case ARES_ESERVFAIL:
-      return Failure(ResolveStatus::kServFail, "upstream answered SERVFAIL");
+      return Failure(kRcodeServFail, "upstream answered SERVFAIL");
     case ARES_EREFUSED:
-      return Failure(ResolveStatus::kRefused, "upstream answered REFUSED");
+      return Failure(kRcodeRefused, "upstream answered REFUSED");
     case ARES_ETIMEOUT:
-      return Failure(ResolveStatus::kServFail,
+      return Failure(kRcodeServFail,
                      absl::StrCat("no answer from any server (", timeouts, " timeouts)"));
     case ARES_ECONNREFUSED:
-      return Failure(ResolveStatus::kServFail,
-                     "no server reachable (connection refused or send failed)");
+      return Failure(kRcodeServFail, "no server reachable (connection refused or send failed)");
     case ARES_EDESTRUCTION:
     case ARES_ECANCELLED:
-      return Failure(ResolveStatus::kServFail, "resolver shut down");
+      return Failure(kRcodeServFail, "resolver shut down");
     default:
-      return Failure(ResolveStatus::kServFail, absl::StrCat("upstream: ", ares_strerror(status)));
+      return Failure(kRcodeServFail, absl::StrCat("upstream: ", ares_strerror(status)));
   }
 }
 
@@ -172,28 +145,10 @@ absl::Status AresError(absl::string_view call, int status) {
 
 }  // namespace
 
-const char* ResolveStatusName(ResolveStatus s) {
-  switch (s) {
-    case ResolveStatus::kOk:
-      return "ok";
-    case ResolveStatus::kNxDomain:
-      return "nxdomain";
-    case ResolveStatus::kNoData:
-      return "nodata";
-    case ResolveStatus::kServFail:
-      return "servfail";
-    case ResolveStatus::kRefused:
-      return "refused";
-    case ResolveStatus::kBadName:
-      return "bad-name";
-  }
-  return "?";
-}
-
 struct UpstreamResolver::Pending {
   UpstreamResolver* self;
-  AddressFamily family;
-  Callback done;
+  uint16_t qtype;
+  Done done;
 };
 
 absl::StatusOr<std::unique_ptr<UpstreamResolver>> UpstreamResolver::Create(
@@ -298,39 +253,43 @@ absl::StatusOr<std::unique_ptr<UpstreamResolver>> UpstreamResolver::Create(
 }
 
 UpstreamResolver::~UpstreamResolver() {
-  // Runs the pending callbacks (ARES_EDESTRUCTION -> kServFail) and closes the sockets,
-  // which calls OnSocketState; both still find this object whole.
-  destroying_ = true;
+  // Cancels the pending queries (their results land in ready_, which goes away unrun)
+  // and closes the sockets, which calls OnSocketState; both still find this object whole.
   if (channel_) ares_destroy(channel_);
 }
 
-void UpstreamResolver::Resolve(absl::string_view name, AddressFamily family, Callback done) {
-  absl::ConsumeSuffix(&name, ".");
-  if (!IsSendableName(name)) {
-    done(Failure(ResolveStatus::kBadName, "not a name netgate resolves"));
+void UpstreamResolver::Resolve(const std::string& name, uint16_t qtype, Done done) {
+  absl::string_view n = name;
+  absl::ConsumeSuffix(&n, ".");
+  if (qtype != kTypeA && qtype != kTypeAAAA) {
+    ready_.emplace_back(std::move(done), Failure(kRcodeRefused, "only A and AAAA are resolved"));
     return;
   }
-  if (destroying_) {
-    done(Failure(ResolveStatus::kServFail, "resolver shut down"));
+  if (!IsSendableName(n)) {
+    ready_.emplace_back(std::move(done),
+                        Failure(kRcodeRefused, "not a name netgate sends upstream"));
     return;
   }
   if (in_flight_ >= max_in_flight_) {
-    done(Failure(ResolveStatus::kServFail,
-                 absl::StrCat("too many upstream queries in flight (", max_in_flight_, ")")));
+    ready_.emplace_back(
+        std::move(done),
+        Failure(kRcodeServFail,
+                absl::StrCat("too many upstream queries in flight (", max_in_flight_, ")")));
     return;
   }
   ++in_flight_;
-  auto* p = new Pending{this, family, std::move(done)};
-  // ares_query may call OnAnswer before it returns (e.g. no server can be sent to).
-  ares_query(channel_, std::string(name).c_str(), ns_c_in,
-             family == AddressFamily::kA ? ns_t_a : ns_t_aaaa, &UpstreamResolver::OnAnswer, p);
+  auto* p = new Pending{this, qtype, std::move(done)};
+  // c-ares may end the query before ares_query returns (no server can be sent to);
+  // OnAnswer only queues the result, so `done` still runs from Process.
+  ares_query(channel_, std::string(n).c_str(), ns_c_in, qtype, &UpstreamResolver::OnAnswer, p);
 }
 
 void UpstreamResolver::OnAnswer(void* arg, int status, int timeouts, unsigned char* abuf,
                                 int alen) {
   std::unique_ptr<Pending> p(static_cast<Pending*>(arg));
   --p->self->in_flight_;
-  p->done(FromAres(p->family, status, timeouts, abuf, alen));
+  p->self->ready_.emplace_back(std::move(p->done),
+                               FromAres(p->qtype, status, timeouts, abuf, alen));
 }
 
 void UpstreamResolver::OnSocketState(void* self, int fd, int readable, int writable) {
@@ -342,7 +301,7 @@ void UpstreamResolver::OnSocketState(void* self, int fd, int readable, int writa
   r->sockets_[fd] = Interest{readable != 0, writable != 0};
 }
 
-void UpstreamResolver::AppendPollFds(std::vector<pollfd>& fds) const {
+void UpstreamResolver::AppendPollFds(std::vector<pollfd>& fds) {
   for (const auto& [fd, interest] : sockets_) {
     const short events =
         static_cast<short>((interest.read ? POLLIN : 0) | (interest.write ? POLLOUT : 0));
@@ -350,7 +309,7 @@ void UpstreamResolver::AppendPollFds(std::vector<pollfd>& fds) const {
   }
 }
 
-void UpstreamResolver::ProcessPollFds(absl::Span<const pollfd> fds) {
+void UpstreamResolver::Process(const std::vector<pollfd>& fds) {
   for (const pollfd& p : fds) {
     if (p.revents == 0) continue;
     // Looked up afresh each time: an earlier ares_process_fd may have closed it.
@@ -364,19 +323,17 @@ void UpstreamResolver::ProcessPollFds(absl::Span<const pollfd> fds) {
     ares_process_fd(channel_, read ? p.fd : ARES_SOCKET_BAD, write ? p.fd : ARES_SOCKET_BAD);
   }
   ares_process_fd(channel_, ARES_SOCKET_BAD, ARES_SOCKET_BAD);  // timeouts
+  // Callbacks may call Resolve; what that queues waits for the next round.
+  std::vector<std::pair<Done, Result>> ready = std::move(ready_);
+  ready_.clear();
+  for (auto& [done, result] : ready) done(std::move(result));
 }
 
-std::optional<absl::Duration> UpstreamResolver::NextTimeout() const {
+absl::Duration UpstreamResolver::NextTimeout() {
+  if (!ready_.empty()) return absl::ZeroDuration();
   timeval tv{};
-  if (!ares_timeout(channel_, nullptr, &tv)) return std::nullopt;
+  if (!ares_timeout(channel_, nullptr, &tv)) return absl::InfiniteDuration();
   return absl::DurationFromTimeval(tv);
 }
 
-int UpstreamResolver::PollTimeoutMs(std::optional<absl::Duration> t) {
-  if (!t) return -1;
-  if (*t <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(std::min<int64_t>(
-      absl::ToInt64Milliseconds(absl::Ceil(*t, absl::Milliseconds(1))), INT32_MAX));
-}
-
-}  // namespace usentry::sentry::net::netgate
+}  // namespace usentry::netgate
