@@ -23,7 +23,7 @@ done
 packages=(
   build-essential cmake pkg-config
   libseccomp-dev libabsl-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libxbyak-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libssl-dev
+  libxbyak-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libssl-dev libc-ares-dev
   busybox-static python3 bash coreutils libpython3.11-testsuite
 )
 
