@@ -20,6 +20,9 @@
 #include "sentry/audit/audit_log.h"
 #include "sentry/confine/confine.h"
 #include "sentry/confine/gofer_confine.h"
+#include "sentry/confine/netgate_confine.h"
+#include "sentry/net/netgate/server.h"
+#include "sentry/net/netgate/upstream_resolver.h"
 
 namespace usentry::cli {
 
@@ -97,6 +100,41 @@ int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
   return 0;
 }
 
+// Body of the netgate child: the upstream resolver (it reads the host's resolver
+// configuration), then confinement, then the loop until the sentry goes away.
+int ServeNetgate(const policy::NetPolicy& net, const std::string& run_id, UniqueFd sock,
+                 int net_log_fd) {
+  netgate::UpstreamOptions ropts;
+  ropts.servers = net.dns_servers;
+  absl::StatusOr<std::unique_ptr<netgate::UpstreamResolver>> resolver =
+      netgate::UpstreamResolver::Create(ropts);
+  if (!resolver.ok()) {
+    fprintf(stderr, "usentry: netgate: upstream DNS: %s\n",
+            std::string(resolver.status().message()).c_str());
+    return 1;
+  }
+  absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineNetgate();
+  if (!report.ok()) {
+    fprintf(stderr, "usentry: netgate: confining: %s\n",
+            std::string(report.status().message()).c_str());
+    return 1;
+  }
+  for (const std::string& missing : report->Missing()) {
+    fprintf(stderr, "usentry: warning: netgate layer %s unavailable; running without it\n",
+            missing.c_str());
+  }
+  netgate::ServerOptions opts;
+  opts.net = net;
+  opts.log = std::make_shared<audit::AuditLog>(net_log_fd, run_id, false);
+  netgate::Server server(std::move(opts), std::move(resolver).value(), std::move(sock));
+  absl::Status st = server.Run();
+  if (!st.ok()) {
+    fprintf(stderr, "usentry: netgate: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
 // In the sentry child: start-up work that needs no decision yet, on threads started
 // before the child waits for its id maps (SandboxOptions::sentry_early) and joined
 // before it confines itself: Abseil's clock calibration (mostly sleeping) on one, the
@@ -162,14 +200,14 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
 
 }  // namespace
 
-// Opens --audit's destination on the host ("-": a copy of stderr). O_APPEND: the CLI
-// and the sentry each write whole lines to it.
-absl::StatusOr<UniqueFd> OpenAuditFile(const std::string& file) {
+// Opens --audit's (or --net-log's) destination on the host ("-": a copy of stderr).
+// O_APPEND: the CLI, the sentry and netgate each write whole lines to it.
+absl::StatusOr<UniqueFd> OpenAuditFile(const std::string& file, const char* flag = "--audit") {
   int fd = file == "-"
                ? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)
                : open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--audit ", file, ": ", strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", file, ": ", strerror(errno)));
   }
   if (file == "-") fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_APPEND);
   return UniqueFd(fd);
@@ -186,6 +224,15 @@ int RunCommand(const RunOptions& options) {
     }
     audit_fd = std::move(fd).value();
   }
+  UniqueFd net_log_fd;
+  if (!p.net.log_file.empty()) {
+    absl::StatusOr<UniqueFd> fd = OpenAuditFile(p.net.log_file, "--net-log");
+    if (!fd.ok()) {
+      fprintf(stderr, "usentry: %s\n", std::string(fd.status().message()).c_str());
+      return 125;
+    }
+    net_log_fd = std::move(fd).value();
+  }
   const std::string run_id = audit::NewRunId();
   audit::AuditLog cli_audit(audit_fd.get(), run_id, p.audit.explain);
   gofer::GoferConfig gofer_config = MakeGoferConfig(options);
@@ -193,6 +240,7 @@ int RunCommand(const RunOptions& options) {
   SandboxOptions sandbox;
   sandbox.sentry_early = [&options] { StartSentryEarlyWork(options.platform); };
   sandbox.audit_fd = audit_fd.get();
+  sandbox.net_log_fd = net_log_fd.get();
   if (p.limits.timeout != absl::ZeroDuration()) {
     // The sentry stops the run at the deadline; this is the backstop if it cannot.
     sandbox.kill_after = p.limits.timeout + kTimeoutGrace;
@@ -202,7 +250,11 @@ int RunCommand(const RunOptions& options) {
       sandbox, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
       [&](const SentryProcess& process) {
         return ConfineAndRunSentry(sentry_config, process, run_id, p.audit.explain);
-      });
+      },
+      p.net.egress() ? NetgateMain([&](UniqueFd sock, int log_fd) {
+        return ServeNetgate(p.net, run_id, std::move(sock), log_fd);
+      })
+                     : NetgateMain());
   if (!result.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(result.status().message()).c_str());
     cli_audit.Emit(audit::kRunEnd, {{"exit_code", 125},

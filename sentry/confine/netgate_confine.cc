@@ -3,11 +3,13 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,11 +105,14 @@ ConfineLayer EnterEmptyRoot() {
   return layer;
 }
 
-ConfineLayer BecomeNobody() {
+// As host root: nobody. Runs after DropCapabilities kept only CAP_SETUID, CAP_SETGID
+// and CAP_SETPCAP (and locked the securebits, so the uid change does not drop them by
+// itself); drops those from every set last.
+ConfineLayer BecomeNobody(bool host_root) {
   ConfineLayer layer{"host-identity", false, ""};
-  if (geteuid() != 0) {
+  if (!host_root) {
     layer.applied = true;
-    layer.detail = absl::StrCat("the caller's uid ", geteuid());
+    layer.detail = "the caller's own uid";
     return layer;
   }
   if (setgroups(0, nullptr) != 0 || setresgid(kNogroupGid, kNogroupGid, kNogroupGid) != 0 ||
@@ -115,10 +120,22 @@ ConfineLayer BecomeNobody() {
     layer.detail = absl::StrCat("setresuid(nobody): ", strerror(errno));
     return layer;
   }
+  for (int cap : {CAP_SETUID, CAP_SETGID, CAP_SETPCAP}) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+      layer.detail = absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ") as nobody: ", strerror(errno));
+      return layer;
+    }
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, none) != 0) {
+    layer.detail = absl::StrCat("capset(none) as nobody: ", strerror(errno));
+    return layer;
+  }
   // A credential change clears the parent-death signal; netgate dies with the CLI.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   layer.applied = true;
-  layer.detail = "host nobody (65534)";
+  layer.detail = "host nobody (65534), no capabilities";
   return layer;
 }
 
@@ -154,9 +171,12 @@ absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action) {
 
 absl::StatusOr<ConfineReport> ConfineNetgate() {
   ConfineReport report;
-  report.layers.push_back(EnterEmptyRoot());
-  report.layers.push_back(BecomeNobody());
-  report.layers.push_back(DropCapabilities(true, 0));
+  const bool host_root = geteuid() == 0;
+  report.layers.push_back(EnterEmptyRoot());  // may enter a user namespace (not root)
+  const uint64_t keep =
+      host_root ? (1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SETPCAP) : 0;
+  report.layers.push_back(DropCapabilities(true, keep));
+  report.layers.push_back(BecomeNobody(host_root));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
   }

@@ -4,14 +4,18 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -59,6 +63,48 @@ TEST(NetgateConfineTest, NoFilesButInternetSocketsAndRelaysWork) {
   close(l);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Read from outside (capget itself is not on the allowlist): started as root, the
+// confined process is host nobody with empty capability sets.
+TEST(NetgateConfineTest, RootBecomesNobodyWithoutCapabilities) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CI runs as root)";
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(ready[0]);
+    close(done[1]);
+    if (!ConfineNetgate().ok()) _exit(101);
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1) _exit(102);
+    (void)!read(done[0], &c, 1);  // until the parent has looked
+    _exit(0);
+  }
+  close(ready[1]);
+  close(done[0]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line, uid, gid, capeff, capprm, capbnd;
+  while (std::getline(status, line)) {
+    if (line.rfind("Uid:", 0) == 0) uid = line;
+    if (line.rfind("Gid:", 0) == 0) gid = line;
+    if (line.rfind("CapEff:", 0) == 0) capeff = line;
+    if (line.rfind("CapPrm:", 0) == 0) capprm = line;
+    if (line.rfind("CapBnd:", 0) == 0) capbnd = line;
+  }
+  close(done[1]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_EQ(uid, "Uid:\t65534\t65534\t65534\t65534");
+  EXPECT_EQ(gid, "Gid:\t65534\t65534\t65534\t65534");
+  EXPECT_EQ(capeff, "CapEff:\t0000000000000000");
+  EXPECT_EQ(capprm, "CapPrm:\t0000000000000000");
+  EXPECT_EQ(capbnd, "CapBnd:\t0000000000000000");
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
 }
 
 TEST(NetgateConfineTest, OpeningAFileKills) {
