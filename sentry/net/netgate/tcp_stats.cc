@@ -17,13 +17,19 @@ std::optional<TcpBytes> ReadTcpBytes(int fd) {
   if (len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received)) {
     return std::nullopt;
   }
-  // Acknowledged sequence numbers, less the SYN's and, if the app shut down its side and
-  // the peer acknowledged that, the FIN's: what is left is data.
+  // Sequence numbers, less those of the control flags: the SYN we sent (acknowledged as
+  // soon as the connection exists), our FIN once acknowledged, the peer's FIN once
+  // received. What is left is data.
+  constexpr uint8_t kFinWait2 = 5, kTimeWait = 6, kCloseWait = 8, kLastAck = 9,
+                    kClosing = 11;  // the kernel's tcp_states.h
+  const uint8_t st = info.tcpi_state;
   uint64_t acked = info.tcpi_bytes_acked > 0 ? info.tcpi_bytes_acked - 1 : 0;
-  constexpr uint8_t kFinWait2 = 5, kTimeWait = 6;  // the kernel's tcp_states.h
-  const bool fin_acked = info.tcpi_state == kFinWait2 || info.tcpi_state == kTimeWait;
-  if (fin_acked && acked > 0) --acked;
-  return TcpBytes{acked, info.tcpi_bytes_received};
+  if ((st == kFinWait2 || st == kTimeWait) && acked > 0) --acked;
+  uint64_t received = info.tcpi_bytes_received;
+  const bool fin_received =
+      st == kCloseWait || st == kLastAck || st == kTimeWait || st == kClosing;
+  if (fin_received && received > 0) --received;
+  return TcpBytes{acked, received};
 }
 
 }  // namespace usentry::netgate
