@@ -69,6 +69,8 @@ sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
 
 namespace {
 
+// What the sentry child exits with if its kernel thread could not report.
+constexpr int kExitSetupFailedForThread = 125;
 // How long after --timeout the CLI kills a sentry that did not stop the run itself.
 constexpr absl::Duration kTimeoutGrace = absl::Seconds(5);
 
@@ -186,16 +188,25 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
   config.layers.push_back({"syscall-emulation", true, host->platform->Name()});
   config.gofer_fd = process.gofer_fd;
   config.netgate_fd = process.netgate_fd;
-  config.layers.push_back({"netgate", process.netgate_fd >= 0,
-                           process.netgate_fd >= 0 ? "the only process with host network access"
-                                                   : "no egress: the sandbox has loopback only"});
+  // Either way the sandbox reaches no host network but through netgate's checks.
+  config.layers.push_back({"egress", true,
+                           process.netgate_fd >= 0
+                               ? "netgate only: the policy's destinations, checked twice"
+                               : "none: the sandbox's own loopback only (no netgate)"});
   config.net_log = std::make_shared<audit::AuditLog>(process.net_log_fd, run_id, false);
   if (process.audit_fd >= 0) {
     config.audit = std::make_shared<audit::AuditLog>(process.audit_fd, run_id, config_explain);
   } else {
     config.audit = std::make_shared<audit::AuditLog>(-1, run_id, config_explain);
   }
-  return sentry::RunSentry(config, std::move(host).value());
+  // On a thread of its own: this process was made by a raw clone(), which leaves the
+  // main thread's glibc descriptor with the CLI's host TID. That TID names nothing in
+  // the sentry's PID namespace, so pthread_getschedparam() on the main thread fails, and
+  // Abseil's Mutex asks it whenever the thread queues on a contended lock (it logged
+  // "pthread_getschedparam failed: 1" on stderr). A new thread's descriptor is right.
+  int rc = kExitSetupFailedForThread;
+  std::thread([&] { rc = sentry::RunSentry(config, std::move(host).value()); }).join();
+  return rc;
 }
 
 }  // namespace
