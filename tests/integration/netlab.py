@@ -117,6 +117,11 @@ def serve_http(addr, port, directory):
         address_family = family
         allow_reuse_address = True
 
+        # Every connection counts, also one that never sends a request.
+        def verify_request(self, request, client_address):
+            hit(self.lab_name, "connection", client_address[0])
+            return True
+
     srv = Server((addr, port), lambda *a, **k: Handler(*a, directory=directory, **k))
     srv.lab_name = addr if port == 80 else f"{addr}:{port}"
     threading.Thread(target=srv.serve_forever, daemon=True).start()
