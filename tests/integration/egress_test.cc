@@ -91,6 +91,9 @@ class EgressTest : public SandboxTest {
     LabRun r;
     r.run = RunProcess(req);
     r.report = Json::parse(ReadHostFile(dir_.path() + "/report.json"), nullptr, false);
+    // The lab exits 0 when it ran the command; the command's own status is in the report.
+    EXPECT_EQ(r.run.exit_code, 0) << "netlab failed: " << r.run.Describe();
+    if (r.report.is_object()) r.run.exit_code = r.report.value("exit_code", -1);
     if (sandboxed) {
       r.audit_raw = ReadHostFile(audit_path());
       r.net_log_raw = ReadHostFile(net_log_path());
