@@ -78,12 +78,9 @@ constexpr int kUnconditional[] = {
     // netgate's AF_UNIX relays.
     SCMP_SYS(sendmsg),
     SCMP_SYS(recvmsg),
-    // The app's traffic on sockets netgate donated (sendto only without an address,
-    // below): reads with a source address, half-closes, names for getsockname.
-    SCMP_SYS(recvfrom),
+    // The app's half-closes on sockets netgate donated (their data moves with
+    // sendmsg/recvmsg above).
     SCMP_SYS(shutdown),
-    SCMP_SYS(getsockname),
-    SCMP_SYS(getpeername),
     // Waiting.
     SCMP_SYS(poll),
     SCMP_SYS(ppoll),
@@ -217,18 +214,10 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   // The app's membarrier across its threads (which run in stub processes) is the host's
   // global barrier; no other command (registration changes what the host does later).
   RETURN_IF_ERROR(Add(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
-  // send() on a donated socket is sendto(fd, buf, len, flags, NULL, 0): never with an
-  // address of the sentry's choosing.
-  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(sendto), {SCMP_A4(SCMP_CMP_EQ, 0)}));
-  // The socket options the app's TCP connections pass through to the host socket, and
-  // the two the sentry reads back; nothing that binds to a device or marks packets.
+  // The socket options the app's TCP connections pass through to the host socket;
+  // nothing that binds to a device, marks packets or attaches a filter.
   for (const SockOpt& o : kSockOpts) {
     RETURN_IF_ERROR(Add(ctx, SCMP_SYS(setsockopt),
-                        {SCMP_A1(SCMP_CMP_EQ, static_cast<uint64_t>(o.level)),
-                         SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(o.name))}));
-  }
-  for (const SockOpt& o : {SockOpt{SOL_SOCKET, SO_ERROR}, SockOpt{IPPROTO_TCP, TCP_INFO}}) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(getsockopt),
                         {SCMP_A1(SCMP_CMP_EQ, static_cast<uint64_t>(o.level)),
                          SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(o.name))}));
   }

@@ -50,10 +50,12 @@ class SentryFilterTest : public ::testing::Test {
   std::vector<sock_filter> prog_;
 };
 
+// The app's data on donated sockets moves with sendmsg/recvmsg; nothing else that could
+// aim, bind or filter them.
 TEST_F(SentryFilterTest, DonatedSocketsCannotBeAimedElsewhere) {
-  EXPECT_EQ(Eval(__NR_sendto, {5, 0x1000, 10, 0, 0, 0}), kAllow);
+  EXPECT_EQ(Eval(__NR_sendto, {5, 0x1000, 10, 0, 0, 0}), kKill);
   EXPECT_EQ(Eval(__NR_sendto, {5, 0x1000, 10, 0, 0x2000, 16}), kKill);
-  EXPECT_EQ(Eval(__NR_recvfrom, {5, 0x1000, 10, 0, 0x2000, 0x3000}), kAllow);
+  EXPECT_EQ(Eval(__NR_getsockname, {5, 0x1000, 0x2000}), kKill);
   EXPECT_EQ(Eval(__NR_shutdown, {5, SHUT_WR}), kAllow);
   EXPECT_EQ(Eval(__NR_setsockopt, {5, IPPROTO_TCP, TCP_NODELAY, 0x1000, 4}), kAllow);
   EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, SO_KEEPALIVE, 0x1000, 4}), kAllow);
@@ -61,7 +63,6 @@ TEST_F(SentryFilterTest, DonatedSocketsCannotBeAimedElsewhere) {
     EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, static_cast<uint64_t>(opt), 0x1000, 4}), kKill)
         << opt;
   }
-  EXPECT_EQ(Eval(__NR_getsockopt, {5, SOL_SOCKET, SO_ERROR, 0x1000, 0x2000}), kAllow);
   EXPECT_EQ(Eval(__NR_getsockopt, {5, SOL_SOCKET, SO_PEERCRED, 0x1000, 0x2000}), kKill);
 }
 
