@@ -370,6 +370,76 @@ TEST_P(EgressTest, CurlReportsDenialsAsAUserWouldSeeThem) {
   EXPECT_FALSE(name.Reached("203.0.113.20") || ip.Reached("203.0.113.20"));
 }
 
+// A hostile program with the world opened (`*` and 0.0.0.0/0, ::/0) tries every way it
+// knows to a private address of the lab: other spellings of the address, mapped and
+// embedding IPv6 forms, the gateway, UDP redirected after connecting somewhere allowed,
+// DNS to a private resolver. None may be reached: the lab's private servers must report
+// no connection and no datagram at all.
+TEST_P(EgressTest, EveryRouteToAPrivateAddressIsClosed) {
+  constexpr char kAttacks[] = R"(
+import socket
+def tcp(label, host, port, family=socket.AF_UNSPEC):
+    try:
+        infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        print(label, "gaierror"); return
+    for fam, _, _, _, addr in infos:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(addr); print(label, "CONNECTED", addr)
+        except OSError as e:
+            print(label, "refused", e.errno)
+        finally:
+            s.close()
+for label, host in [("decimal", "2852039166"), ("octal", "0251.0376.0251.0376"),
+                    ("hex", "0xa9.0xfe.0xa9.0xfe"), ("short", "169.254.43518"),
+                    ("private-decimal", "167838211"), ("mapped", "::ffff:169.254.169.254"),
+                    ("mapped-private", "::ffff:10.1.2.3"), ("nat64", "64:ff9b::a9fe:a9fe"),
+                    ("6to4", "2002:a9fe:a9fe::1"), ("ula-metadata", "fd00:ec2::254"),
+                    ("gateway-no-port", "10.0.2.2"), ("broadcast", "255.255.255.255"),
+                    ("loopback-name", "loopback.test"), ("meta-name", "meta.test"),
+                    ("mixed-name", "mixed.test")]:
+    tcp(label, host, 80)
+tcp("gateway-echo", "10.0.2.2", 7)
+tcp("host-alias", "host.usentry.internal", 8080)
+# UDP: connect somewhere allowed, then send elsewhere with an explicit address.
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("203.0.113.10", 7))
+for label, dst in [("udp-redirect", ("10.1.2.3", 7)), ("udp-loop", ("127.0.0.1", 7)),
+                   ("udp-meta", ("169.254.169.254", 7))]:
+    try:
+        u.sendto(b"x", dst); print(label, "sent")
+    except OSError as e:
+        print(label, "refused", e.errno)
+# DNS sent straight to a private address is answered by the sandbox resolver, not sent.
+q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x0ballowed\x04test\x00\x00\x01\x00\x01"
+d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+d.settimeout(5)
+d.sendto(q, ("10.1.2.3", 53))
+try:
+    print("dns-private", "answered" if d.recv(512)[:2] == b"\x12\x34" else "garbled")
+except OSError as e:
+    print("dns-private", "error", e.errno)
+print("done")
+)";
+  LabRun r = Python(kAttacks, {"--allow-net", "*", "--allow-net", "0.0.0.0/0", "--allow-net",
+                               "::/0", "--allow-net", "*:7/udp", "--allow-net", "0.0.0.0/0:7/udp"});
+  EXPECT_THAT(r.run.out, HasSubstr("done")) << r.Describe();
+  EXPECT_THAT(r.run.out, Not(HasSubstr("CONNECTED"))) << r.Describe();
+  EXPECT_THAT(r.run.out, HasSubstr("dns-private answered")) << r.Describe();
+  for (const char* server : {"10.1.2.3", "169.254.169.254", "127.0.0.1:8080", "10.1.2.3:7",
+                             "10.1.2.3:7/udp", "127.0.0.1:7", "127.0.0.1:7/udp",
+                             "169.254.169.254:7/udp"}) {
+    EXPECT_FALSE(r.Reached(server)) << server << "\n" << r.Describe();
+  }
+  // The lab's own DNS server was asked only by netgate (the datagram to 10.1.2.3:53
+  // never left), and only for names the sandbox resolver passed on.
+  for (const std::string& q : r.DnsQueries()) {
+    EXPECT_THAT(q, Not(HasSubstr("in-addr.arpa"))) << r.Describe();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, EgressTest, ::testing::ValuesIn(kTestPlatforms));
 
 }  // namespace
