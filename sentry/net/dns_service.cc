@@ -146,7 +146,7 @@ class SandboxResolver : public DnsService {
 
   bool IsLocalName(const std::string& name) const {
     return name == "localhost" || absl::EndsWith(name, ".localhost") || name == ctx_->hostname ||
-           (HostAliasOn() && name == kHostAlias);
+           name == kHostAlias;
   }
 
   // The names the sandbox owns, and reverse lookups (which never go upstream: they would
@@ -165,7 +165,10 @@ class SandboxResolver : public DnsService {
       if (a) out->push_back(dns::ResourceRecord::Address("", IpAddress::V4(0x7f000101), kLocalTtl));
       return true;
     }
-    if (HostAliasOn() && q.name == kHostAlias) {
+    if (q.name == kHostAlias) {
+      // The sandbox's own name for the host: it exists only with host ports, and it is
+      // never asked upstream either way.
+      if (!HostAliasOn()) return true;  // NXDOMAIN
       if (a) out->push_back(dns::ResourceRecord::Address("", GatewayAddress(), kLocalTtl));
       return true;
     }
