@@ -19,12 +19,15 @@ for arg in "$@"; do
 done
 
 # Build: compiler, cmake, libraries. Tests: busybox-static, python3 (run in the sandbox);
-# libpython3.11-testsuite for tests/cpython/compare.py (CPython's own tests, compared).
+# libpython3.11-testsuite for tests/cpython/compare.py (CPython's own tests, compared);
+# iproute2 and util-linux (unshare) for the egress lab, whose clients are curl, git and
+# pip (tests/integration/egress_test.cc).
 packages=(
   build-essential cmake pkg-config
   libseccomp-dev libabsl-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
   libxbyak-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libssl-dev libc-ares-dev
   busybox-static python3 bash coreutils libpython3.11-testsuite
+  iproute2 util-linux curl git python3-pip
 )
 
 if ((install)); then
