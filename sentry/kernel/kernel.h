@@ -42,7 +42,8 @@ class FsObserver;
 }  // namespace vfs
 namespace net {
 class UnixNamespace;
-}
+class InetStack;
+}  // namespace net
 
 class Task;
 class ThreadGroup;
@@ -85,6 +86,9 @@ class Kernel {
   vfs::Vfs& vfs() const { return *vfs_; }
   // AF_UNIX names of this sandbox (made on first use; defined in sentry/net).
   const std::shared_ptr<net::UnixNamespace>& unix_namespace();
+  // The internet stack: port tables, local delivery, Egress/DnsService (made on first
+  // use; defined in sentry/net).
+  const std::shared_ptr<net::InetStack>& inet_stack();
   absl::Time boot_time() const { return boot_time_; }
   FutexTable& futexes() { return futexes_; }
   // Asynchronous timers (alarm, itimers, POSIX timers, timerfd): sentry/kernel/timers.h.
@@ -140,6 +144,7 @@ class Kernel {
   std::unique_ptr<vfs::Vfs> vfs_;
   std::unique_ptr<vfs::FsObserver> fs_observer_;
   std::shared_ptr<net::UnixNamespace> unix_ns_;
+  std::shared_ptr<net::InetStack> inet_stack_;
   absl::Time boot_time_;
   std::string hostname_;
   FutexTable futexes_;
