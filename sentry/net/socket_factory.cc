@@ -47,7 +47,7 @@ void DenySocket(Task& task, int family, const char* what, int err, const char* r
 SysResult<std::shared_ptr<Socket>> NewInetSocket(Task& task, int family, int type, int protocol,
                                                  int status_flags) {
   if (protocol < 0 || protocol >= kIpprotoMax) return Errno{EINVAL};
-  const int icmp = family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+  const int icmp = family == AF_INET ? int{IPPROTO_ICMP} : int{IPPROTO_ICMPV6};
   const uint32_t uid = task.creds().fsuid, gid = task.creds().fsgid;
   switch (type) {
     case SOCK_STREAM:
