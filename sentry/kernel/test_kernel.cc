@@ -14,13 +14,15 @@
 
 namespace usentry::sentry {
 
-TestKernel::TestKernel(const std::string& mem_name) {
+TestKernel::TestKernel(const std::string& mem_name) : TestKernel(KernelOptions{}, mem_name) {}
+
+TestKernel::TestKernel(KernelOptions opts, const std::string& mem_name) {
   auto mf = mm::MemoryFile::Create(64 << 20);
   if (!mf.ok()) abort();
   auto tfs = std::make_shared<fsimpl::TmpfsFilesystem>(
       std::make_shared<fsimpl::ByteBudget>(1 << 26), mf->get());
   auto root = tfs->NewRoot(0755, 0, 0);
-  kernel_ = std::make_unique<Kernel>(KernelOptions{}, nullptr, std::move(mf).value(),
+  kernel_ = std::make_unique<Kernel>(std::move(opts), nullptr, std::move(mf).value(),
                                      std::make_unique<vfs::Vfs>(tfs, root));
   absl::MutexLock l(&kernel_->mu);
   tg_ = std::make_shared<ThreadGroup>(kernel_->AllocatePid());

@@ -133,9 +133,10 @@ EventMask TcpSocket::EgressReadiness(EventMask mask) {
   if (shutdown_ & kShutRd) r |= kReadableEvents | POLLRDHUP;
   if (shutdown_ & kShutWr) r |= kWritableEvents;
   if (shutdown_ == kShutBoth) r |= POLLHUP;
-  EventMask wanted = mask & (POLLIN | POLLOUT);
-  if ((r & wanted) == 0 && wanted != 0 && !ArmEgress(wanted)) {
-    r |= wanted;  // no poller: never leave a waiter without a wake-up
+  // Arm for what is missing, so an edge-triggered watcher hears of it later.
+  EventMask missing = mask & (POLLIN | POLLOUT) & ~r;
+  if (missing != 0 && !ArmEgress(missing)) {
+    r |= missing;  // no poller: never leave a waiter without a wake-up
   }
   return r & (mask | POLLERR | POLLHUP);
 }
