@@ -4,15 +4,19 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -119,6 +123,14 @@ constexpr uint64_t kCloneNamespaceFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_
 constexpr uint64_t kIoctls[] = {TCGETS,     TCSETS,    TCSETSW,   TCSETSF, TIOCGWINSZ,
                                 TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP, FIONREAD};
 
+// setsockopt on sockets netgate donated (the app's connections outside the sandbox):
+// only the TCP options that change what the connection does on the wire.
+constexpr std::pair<uint64_t, uint64_t> kSocketOptions[] = {{SOL_SOCKET, SO_KEEPALIVE},
+                                                            {IPPROTO_TCP, TCP_NODELAY},
+                                                            {IPPROTO_TCP, TCP_KEEPIDLE},
+                                                            {IPPROTO_TCP, TCP_KEEPINTVL},
+                                                            {IPPROTO_TCP, TCP_KEEPCNT}};
+
 constexpr uint64_t kPrctlOptions[] = {PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_NAME,
                                       PR_GET_NAME, PR_SET_SECCOMP};
 
@@ -198,6 +210,12 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   RETURN_IF_ERROR(Add(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
   for (uint64_t cmd : kIoctls) {
     RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
+  }
+  // Donated sockets: the app's shutdown(2) is passed on (a socket the sentry holds).
+  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(shutdown), {}));
+  for (const auto& [level, name] : kSocketOptions) {
+    RETURN_IF_ERROR(
+        Add(ctx, SCMP_SYS(setsockopt), {SCMP_A1(SCMP_CMP_EQ, level), SCMP_A2(SCMP_CMP_EQ, name)}));
   }
   for (uint64_t option : kPrctlOptions) {
     RETURN_IF_ERROR(Add(ctx, SCMP_SYS(prctl), {SCMP_A0(SCMP_CMP_EQ, option)}));
