@@ -278,6 +278,7 @@ TEST_F(EgressTest, UdpFlowReadinessComesFromThePoller) {
   EXPECT_EQ(RecvFrom(task(), *u, 4, &out).value(), "a");
   EXPECT_EQ(out.from, SockaddrOf(AF_INET6, "2001:db8::5", 7));
   wait.reset();
+  u.reset();  // under the kernel lock, as every release of a socket
 }
 
 // --- DNS ---

@@ -33,7 +33,8 @@ InetSocket::~InetSocket() {
 }
 
 PortTable& InetSocket::ports() const {
-  return transport() == Transport::kTcp ? stack_->tcp_ports() : stack_->udp_ports();
+  if (transport() == Transport::kTcp) return stack_->tcp_ports();
+  return protocol_ == IPPROTO_UDPLITE ? stack_->udplite_ports() : stack_->udp_ports();
 }
 
 BindingInfo InetSocket::binding() const {

@@ -91,6 +91,7 @@ class InetSocket : public Socket, public PortUser {
   // Copies the options an accepted connection inherits from its listener.
   void InheritOptions(const InetSocket& from);
 
+  bool IsTransportLevel(int level) const;
   // Options of the transport's own level (SOL_TCP, SOL_UDP): ENOPROTOOPT by default.
   virtual SysResult<std::string> GetTransportOption(Task& task, int level, int name);
   virtual SysStatus SetTransportOption(Task& task, int level, int name, const std::string& value);

@@ -100,13 +100,19 @@ bool IsIpv6Flag(int name, int* def) {
 
 // --- dispatch by level ---
 
+bool InetSocket::IsTransportLevel(int level) const {
+  // UDP and UDP-Lite sockets answer at both levels (Linux's udp_lib_*sockopt).
+  if (type_ == SOCK_DGRAM) return level == IPPROTO_UDP || level == IPPROTO_UDPLITE;
+  return level == protocol_;
+}
+
 SysResult<std::string> InetSocket::GetOption(Task& task, int level, int name) {
   if (level == SOL_SOCKET) {
     auto r = GetInetSocketOption(task, name);
     if (r.ok() || r.error() != ENOPROTOOPT) return r;
     return GetCommonOption(name);
   }
-  if (level == protocol_) return GetTransportOption(task, level, name);
+  if (IsTransportLevel(level)) return GetTransportOption(task, level, name);
   if (level == SOL_IP) return GetIpOption(name);
   if (family_ == AF_INET6 && level == SOL_IPV6) return GetIpv6Option(name);
   // Linux's ip_getsockopt answers EOPNOTSUPP for other levels, ipv6_getsockopt ENOPROTOOPT.
@@ -120,7 +126,7 @@ SysStatus InetSocket::SetOption(Task& task, int level, int name, const std::stri
     if (r.ok()) SocketOptionChanged(name);
     return r;
   }
-  if (level == protocol_) return SetTransportOption(task, level, name, value);
+  if (IsTransportLevel(level)) return SetTransportOption(task, level, name, value);
   if (level == SOL_IP) return SetIpOption(task, name, value);
   if (family_ == AF_INET6 && level == SOL_IPV6) return SetIpv6Option(task, name, value);
   return Errno{ENOPROTOOPT};

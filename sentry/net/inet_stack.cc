@@ -81,9 +81,10 @@ std::shared_ptr<TcpSocket> InetStack::FindListener(const IpAddress& dst, uint16_
 }
 
 std::shared_ptr<UdpSocket> InetStack::FindUdpReceiver(const IpAddress& dst, uint16_t dport,
-                                                      const IpAddress& src, uint16_t sport) {
+                                                      const IpAddress& src, uint16_t sport,
+                                                      bool udplite) {
   std::vector<std::pair<int, UdpSocket*>> scored;
-  for (PortUser* u : udp_ports_.Users(dport)) {
+  for (PortUser* u : (udplite ? udplite_ports_ : udp_ports_).Users(dport)) {
     auto* s = static_cast<UdpSocket*>(static_cast<InetSocket*>(u));
     int score = s->ReceiveScore(dst, src, sport);
     if (score >= 0) scored.emplace_back(score, s);

@@ -53,6 +53,8 @@ class InetStack {
 
   PortTable& tcp_ports() { return tcp_ports_; }
   PortTable& udp_ports() { return udp_ports_; }
+  // UDP-Lite has its own ports (Linux's udplite_table).
+  PortTable& udplite_ports() { return udplite_ports_; }
 
   // The listener a connection to `dst` (unmapped) : `port` reaches: the most specific
   // binding, IPv4 sockets before dual-stack ones for IPv4; among SO_REUSEPORT peers one
@@ -61,7 +63,8 @@ class InetStack {
   // The socket a datagram from `src` (unmapped) : `sport` to `dst` : `dport` is
   // delivered to, Linux's scoring (connected sockets only for their peer). Null: none.
   std::shared_ptr<UdpSocket> FindUdpReceiver(const IpAddress& dst, uint16_t dport,
-                                             const IpAddress& src, uint16_t sport);
+                                             const IpAddress& src, uint16_t sport,
+                                             bool udplite = false);
 
   // The kernel's host poller, for donated host sockets (null if it cannot run).
   std::shared_ptr<fsimpl::HostPoller> poller();
@@ -71,6 +74,7 @@ class InetStack {
   Kernel* kernel_;
   PortTable tcp_ports_{/*tcp=*/true};
   PortTable udp_ports_{/*tcp=*/false};
+  PortTable udplite_ports_{/*tcp=*/false};
   std::unique_ptr<Egress> egress_;
   std::unique_ptr<DnsService> dns_;
 };

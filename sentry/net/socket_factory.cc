@@ -41,8 +41,8 @@ void DenySocket(Task& task, int family, const char* what, int err, const char* r
   task.kernel().audit().Denied(task.thread_group().pid(), "socket", target, err, reason, "net");
 }
 
-// AF_INET/AF_INET6 as Linux's inet_create matches (type, protocol): TCP and UDP are
-// emulated; raw sockets are EPERM and ping sockets EACCES (ping_group_range's default),
+// AF_INET/AF_INET6 as Linux's inet_create matches (type, protocol): TCP, UDP and UDP-Lite
+// are emulated; raw sockets are EPERM and ping sockets EACCES (ping_group_range's default),
 // both recorded as denials; other pairs ESOCKTNOSUPPORT/EPROTONOSUPPORT.
 SysResult<std::shared_ptr<Socket>> NewInetSocket(Task& task, int family, int type, int protocol,
                                                  int status_flags) {
@@ -59,9 +59,12 @@ SysResult<std::shared_ptr<Socket>> NewInetSocket(Task& task, int family, int typ
         DenySocket(task, family, "ICMP", EACCES, "ping sockets are not allowed");
         return Errno{EACCES};
       }
-      if (protocol != 0 && protocol != IPPROTO_UDP) return Errno{EPROTONOSUPPORT};
-      return std::shared_ptr<Socket>(
-          UdpSocket::New(task.kernel().inet_stack(), family, status_flags, uid, gid));
+      if (protocol != 0 && protocol != IPPROTO_UDP && protocol != IPPROTO_UDPLITE) {
+        return Errno{EPROTONOSUPPORT};
+      }
+      return std::shared_ptr<Socket>(UdpSocket::New(task.kernel().inet_stack(), family,
+                                                    status_flags, uid, gid,
+                                                    protocol == 0 ? IPPROTO_UDP : protocol));
     case SOCK_RAW:
       DenySocket(task, family, "SOCK_RAW", EPERM, "raw sockets are not allowed");
       return Errno{EPERM};

@@ -119,6 +119,10 @@ void TcpSocket::PassOptionsToHost() {
 
 void TcpSocket::SocketOptionChanged(int name) {
   if (name == SO_KEEPALIVE) PassOptionsToHost();
+  // A larger receive buffer is room for a writer waiting on the other side.
+  if (name == SO_RCVBUF || name == SO_RCVBUFFORCE) {
+    if (auto peer = peer_.lock()) peer->wq_.Notify(kWritableEvents);
+  }
 }
 
 EventMask TcpSocket::EgressReadiness(EventMask mask) {

@@ -50,8 +50,9 @@ TcpSocket::~TcpSocket() {
       peer->PeerReset();
     } else if (!fin_out_) {
       peer->PeerFin();
+    } else {
+      peer->wq_.Notify(kAllEvents);  // a writer waiting for room meets the closed socket
     }
-    peer->wq_.Notify(kAllEvents);  // a writer waiting for room meets the closed socket
   }
   ReleaseEgress();
   // Destroyed last: queued connections reset their clients in their own destructors.

@@ -3,6 +3,7 @@
 // until netgate donates it, later ones go straight to it. Receives take datagrams from
 // the flows' host sockets, each seen as coming from its destination.
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -164,6 +165,11 @@ bool UdpSocket::RecvFromFlows(absl::Span<const iovec> dst, int flags, RecvResult
       out->copied = std::min(len, total);
       if (len > total) out->msg_flags |= MSG_TRUNC;
       out->from = FormatInetSockaddr(family_, InetAddr{f.dst.ip, f.dst.port});
+      PacketInfo info;
+      info.v6 = !f.target.is_v4();
+      info.dst = info.v6 ? IpAddress::FromIn6(in6addr_any) : SandboxAddress();
+      info.ifindex = 2;
+      out->control = ReceiveControl(info);
       next_flow_ = (next_flow_ + i + 1) % count;
       *n = out->copied;
       return true;

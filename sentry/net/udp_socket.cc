@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
+
 #include "sentry/kernel/task.h"
 #include "sentry/mm/memory_manager.h"
 
@@ -25,17 +27,20 @@ constexpr int kUdpNoCheck6Tx = 101;
 constexpr int kUdpNoCheck6Rx = 102;
 constexpr int kUdpSegment = 103;
 constexpr int kUdpGro = 104;
+constexpr int kUdpliteSendCscov = 10;
+constexpr int kUdpliteRecvCscov = 11;
 
 }  // namespace
 
 std::shared_ptr<UdpSocket> UdpSocket::New(std::shared_ptr<InetStack> stack, int family,
-                                          int status_flags, uint32_t uid, uint32_t gid) {
-  return std::make_shared<UdpSocket>(std::move(stack), family, status_flags, uid, gid);
+                                          int status_flags, uint32_t uid, uint32_t gid,
+                                          int protocol) {
+  return std::make_shared<UdpSocket>(std::move(stack), family, status_flags, uid, gid, protocol);
 }
 
 UdpSocket::UdpSocket(std::shared_ptr<InetStack> stack, int family, int status_flags, uint32_t uid,
-                     uint32_t gid)
-    : InetSocket(std::move(stack), family, SOCK_DGRAM, IPPROTO_UDP, status_flags, uid, gid) {}
+                     uint32_t gid, int protocol)
+    : InetSocket(std::move(stack), family, SOCK_DGRAM, protocol, status_flags, uid, gid) {}
 
 UdpSocket::~UdpSocket() {
   for (auto& f : flows_) CloseFlow(*f);
@@ -59,7 +64,9 @@ SysStatus UdpSocket::Connect(Task& task, const std::string& sockaddr) {
   if (broadcast && !flag_option(SO_BROADCAST)) return Errno{EACCES};
   const bool local = stack_->IsLocal(target);
   // Without eth0 there is no route out, except to the sandbox's resolver service.
-  if (!local && !stack_->network().egress && dst.port != kDnsPort) return Errno{ENETUNREACH};
+  if (!local && (udplite() || (!stack_->network().egress && dst.port != kDnsPort))) {
+    return Errno{ENETUNREACH};
+  }
   ChooseSourceAddress(stack_->SourceFor(target));
   connected_ = true;
   peer_ = InetAddr{InFamily(target), dst.port};
@@ -106,7 +113,7 @@ int UdpSocket::ReceiveScore(const IpAddress& dst, const IpAddress& src, uint16_t
   return score;
 }
 
-void UdpSocket::Deliver(std::vector<uint8_t> data, const InetAddr& from) {
+void UdpSocket::Deliver(std::vector<uint8_t> data, const InetAddr& from, const PacketInfo& info) {
   if (connected_ && !ConnectedTo(from.ip.Unmapped(), from.port)) return;
   // Linux drops once the queue is already past SO_RCVBUF (so one datagram may overshoot).
   if (rx_charged_ > static_cast<size_t>(rcvbuf_)) return;
@@ -114,6 +121,7 @@ void UdpSocket::Deliver(std::vector<uint8_t> data, const InetAddr& from) {
   d.charge = data.size() + kDatagramOverhead;
   d.data = std::move(data);
   d.from = from;
+  d.info = info;
   rx_charged_ += d.charge;
   rx_.push_back(std::move(d));
   wq_.Notify(kReadable);
@@ -188,6 +196,10 @@ SysResult<std::string> UdpSocket::GetTransportOption(Task& task, int level, int 
       return OptionBytes(udp_segment_);
     case kUdpGro:
       return OptionBytes(udp_gro_);
+    case kUdpliteSendCscov:
+    case kUdpliteRecvCscov:
+      if (!udplite()) return Errno{ENOPROTOOPT};
+      return OptionBytes(name == kUdpliteSendCscov ? send_cscov_ : recv_cscov_);
     default:
       return Errno{ENOPROTOOPT};
   }
@@ -212,6 +224,13 @@ SysStatus UdpSocket::SetTransportOption(Task& task, int level, int name, const s
       return SysOk();
     case kUdpGro:
       udp_gro_ = v != 0;
+      return SysOk();
+    case kUdpliteSendCscov:
+    case kUdpliteRecvCscov:
+      // Linux's bounds: 0 (whole datagram), else at least the 8-byte header.
+      if (!udplite()) return Errno{ENOPROTOOPT};
+      v = v != 0 && v < 8 ? 8 : std::min(v, 0xffff);
+      (name == kUdpliteSendCscov ? send_cscov_ : recv_cscov_) = v;
       return SysOk();
     default:
       return Errno{ENOPROTOOPT};

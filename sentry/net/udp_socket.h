@@ -13,6 +13,8 @@
 #ifndef USENTRY_SENTRY_NET_UDP_SOCKET_H_
 #define USENTRY_SENTRY_NET_UDP_SOCKET_H_
 
+#include <netinet/in.h>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -40,12 +42,25 @@ inline constexpr size_t kMaxEgressFlows = 16;
 // full device queue would), the app's sendto still succeeds.
 inline constexpr size_t kMaxPendingDatagrams = 64;
 
+// What a receiver may ask of a datagram's IP header (IP_RECVTTL, IPV6_RECVHOPLIMIT,
+// IP_PKTINFO...): the values the sender's options or control messages gave it.
+struct PacketInfo {
+  bool v6 = false;  // an IPv6 packet; else IPv4 (possibly to an AF_INET6 socket)
+  int hop = 64;     // TTL or hop limit
+  int tos = 0;      // TOS or traffic class
+  IpAddress dst;    // the destination address, unmapped
+  int ifindex = 1;  // lo; 2 (eth0) for datagrams from outside
+};
+
 class UdpSocket : public InetSocket {
  public:
+  // `protocol` is IPPROTO_UDP or IPPROTO_UDPLITE: UDP-Lite sockets have their own ports
+  // and reach only each other, inside the sandbox (netgate dials UDP only).
   static std::shared_ptr<UdpSocket> New(std::shared_ptr<InetStack> stack, int family,
-                                        int status_flags, uint32_t uid, uint32_t gid);
+                                        int status_flags, uint32_t uid, uint32_t gid,
+                                        int protocol = IPPROTO_UDP);
   UdpSocket(std::shared_ptr<InetStack> stack, int family, int status_flags, uint32_t uid,
-            uint32_t gid);
+            uint32_t gid, int protocol = IPPROTO_UDP);
   ~UdpSocket() override;
 
   // --- names and association (udp_socket.cc) ---
@@ -61,7 +76,7 @@ class UdpSocket : public InetSocket {
 
   // Queues a datagram that arrived from `from` (in this socket's family). Dropped when
   // the receive queue is over SO_RCVBUF or a connected socket's peer is someone else.
-  void Deliver(std::vector<uint8_t> data, const InetAddr& from);
+  void Deliver(std::vector<uint8_t> data, const InetAddr& from, const PacketInfo& info);
   // The sender of a datagram to a local port nobody holds learns of it (ICMP).
   void PortUnreachable(const InetAddr& dst);
 
@@ -84,6 +99,7 @@ class UdpSocket : public InetSocket {
   struct Datagram {
     std::vector<uint8_t> data;
     InetAddr from;
+    PacketInfo info;
     size_t charge = 0;
   };
   // One destination outside the sandbox and its donated host socket.
@@ -104,9 +120,18 @@ class UdpSocket : public InetSocket {
   bool ConnectedTo(const IpAddress& target, uint16_t port) const;
   SysStatus Disconnect();
 
+  // --- IP-level control messages (udp_control.cc) ---
+  // The header values of a datagram to `target` (unmapped): this socket's options,
+  // overridden by sendmsg's control messages, checked as Linux does (EINVAL).
+  SysResult<PacketInfo> OutgoingPacket(const std::vector<ControlMessage>& control,
+                                       const IpAddress& target) const;
+  // The control messages a receive reports for `info`, per this socket's IP_RECV* and
+  // IPV6_RECV* options.
+  std::vector<ControlMessage> ReceiveControl(const PacketInfo& info) const;
+
   // --- send paths (udp_socket_io.cc, udp_egress.cc) ---
   SysStatus SendLocal(const std::vector<uint8_t>& data, const InetAddr& dst,
-                      const IpAddress& target);
+                      const IpAddress& target, const PacketInfo& info);
   SysStatus SendDns(Task* task, std::vector<uint8_t> data, const InetAddr& dst);
   SysStatus SendEgress(Task* task, std::vector<uint8_t> data, const InetAddr& dst,
                        const IpAddress& target, bool nonblocking);
@@ -133,6 +158,8 @@ class UdpSocket : public InetSocket {
   int udp_segment_ = 0;
   int udp_gro_ = 0;
   int no_check6_tx_ = 0, no_check6_rx_ = 0;
+  int send_cscov_ = 0, recv_cscov_ = 0;  // UDP-Lite checksum coverage
+  bool udplite() const { return protocol_ == IPPROTO_UDPLITE; }
 };
 
 }  // namespace usentry::sentry::net

@@ -35,14 +35,16 @@ SysResult<size_t> UdpSocket::SendMsg(Task* task, SendArgs& args) {
   if (total > (target.is_v4() ? kMaxUdpPayloadV4 : kMaxUdpPayloadV6)) return Errno{EMSGSIZE};
   const bool broadcast = target.is_v4() && target.v4_host_order() == 0xffffffff;
   if (broadcast && !flag_option(SO_BROADCAST)) return Errno{EACCES};
+  ASSIGN_OR_RETURN_ERRNO(PacketInfo info, OutgoingPacket(args.control, target));
   if (error_ != 0) return Errno{std::exchange(error_, 0)};
   if (shutdown_ & kShutWr) return Errno{EPIPE};
   std::vector<uint8_t> data = GatherSpans(args.data, 0, total);
   const bool local = stack_->IsLocal(target);
-  if (dst->port == kDnsPort && (target == ResolverAddress() || !local)) {
+  if (udplite() && !local) return Errno{ENETUNREACH};  // netgate dials UDP only
+  if (!udplite() && dst->port == kDnsPort && (target == ResolverAddress() || !local)) {
     RETURN_IF_ERRNO(SendDns(task, std::move(data), *dst));
   } else if (local) {
-    RETURN_IF_ERRNO(SendLocal(data, *dst, target));
+    RETURN_IF_ERRNO(SendLocal(data, *dst, target, info));
   } else {
     RETURN_IF_ERRNO(SendEgress(task, std::move(data), *dst, target, nonblocking_for(args.flags)));
   }
@@ -50,17 +52,18 @@ SysResult<size_t> UdpSocket::SendMsg(Task* task, SendArgs& args) {
 }
 
 SysStatus UdpSocket::SendLocal(const std::vector<uint8_t>& data, const InetAddr& dst,
-                               const IpAddress& target) {
+                               const IpAddress& target, const PacketInfo& info) {
   IpAddress src = local_.ip.Unmapped();
   if (src.IsUnspecified()) src = stack_->LocalSourceFor(target);
   // A socket bound to an address of the other family has no source for this one.
   if (src.is_v4() != target.is_v4()) return Errno{EAFNOSUPPORT};
-  std::shared_ptr<UdpSocket> receiver = stack_->FindUdpReceiver(target, dst.port, src, local_.port);
+  std::shared_ptr<UdpSocket> receiver =
+      stack_->FindUdpReceiver(target, dst.port, src, local_.port, udplite());
   if (receiver == nullptr) {
     PortUnreachable(InetAddr{target, dst.port});
     return SysOk();
   }
-  receiver->Deliver(data, InetAddr{receiver->InFamily(src), local_.port});
+  receiver->Deliver(data, InetAddr{receiver->InFamily(src), local_.port}, info);
   return SysOk();
 }
 
@@ -70,11 +73,16 @@ SysStatus UdpSocket::SendDns(Task* task, std::vector<uint8_t> data, const InetAd
   if (dns == nullptr || task == nullptr) return SysOk();
   // The answer comes from where the query went (glibc's resolver checks the source).
   const InetAddr from{dst.ip, dst.port};
+  PacketInfo info;
+  info.v6 = !from.ip.Unmapped().is_v4();
+  info.dst = stack_->SourceFor(from.ip.Unmapped());
   std::weak_ptr<UdpSocket> weak = self();
-  dns->Query(*task, std::string(data.begin(), data.end()), [weak, from](std::string response) {
-    if (auto s = weak.lock())
-      s->Deliver(std::vector<uint8_t>(response.begin(), response.end()), from);
-  });
+  dns->Query(*task, std::string(data.begin(), data.end()),
+             [weak, from, info](std::string response) {
+               if (auto s = weak.lock()) {
+                 s->Deliver(std::vector<uint8_t>(response.begin(), response.end()), from, info);
+               }
+             });
   return SysOk();
 }
 
@@ -87,7 +95,12 @@ SysResult<size_t> UdpSocket::RecvMsg(Task* task, absl::Span<const iovec> dst, in
 
 SysResult<size_t> UdpSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, int flags,
                                       RecvResult* out, absl::Duration timeout) {
-  if (flags & MSG_ERRQUEUE) return Errno{EAGAIN};  // nothing is ever queued there
+  if (flags & MSG_ERRQUEUE) {
+    // No error queue entries are made (no sock_extended_err to give). Reading it clears
+    // the pending error as on Linux, so that a caller polling POLLERR does not spin.
+    if (ip_.flag(SOL_IP, IP_RECVERR) || ip_.flag(SOL_IPV6, IPV6_RECVERR)) error_ = 0;
+    return Errno{EAGAIN};
+  }
   ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
   const bool peek = flags & MSG_PEEK;
   SysStatus st =
@@ -102,6 +115,7 @@ SysResult<size_t> UdpSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, i
           out->msg_len = d.data.size();
           if (n < d.data.size()) out->msg_flags |= MSG_TRUNC;
           out->from = FormatInetSockaddr(family_, d.from);
+          out->control = ReceiveControl(d.info);
           if (!peek) {
             rx_charged_ -= d.charge;
             rx_.pop_front();
