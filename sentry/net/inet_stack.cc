@@ -77,7 +77,8 @@ std::shared_ptr<TcpSocket> InetStack::FindListener(const IpAddress& dst, uint16_
   }
   TcpSocket* s = PickBest(scored, flow_hash);
   if (s == nullptr) return nullptr;
-  return std::static_pointer_cast<TcpSocket>(s->shared_from_this());
+  // weak_from_this: a socket being destroyed is still in the table until its base goes.
+  return std::static_pointer_cast<TcpSocket>(s->weak_from_this().lock());
 }
 
 std::shared_ptr<UdpSocket> InetStack::FindUdpReceiver(const IpAddress& dst, uint16_t dport,
@@ -91,7 +92,7 @@ std::shared_ptr<UdpSocket> InetStack::FindUdpReceiver(const IpAddress& dst, uint
   }
   UdpSocket* s = PickBest(scored, sport);
   if (s == nullptr) return nullptr;
-  return std::static_pointer_cast<UdpSocket>(s->shared_from_this());
+  return std::static_pointer_cast<UdpSocket>(s->weak_from_this().lock());
 }
 
 }  // namespace net
