@@ -117,14 +117,6 @@ void TcpSocket::PassOptionsToHost() {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &tcp_.keepcnt, sizeof(int));
 }
 
-void TcpSocket::SocketOptionChanged(int name) {
-  if (name == SO_KEEPALIVE) PassOptionsToHost();
-  // A larger receive buffer is room for a writer waiting on the other side.
-  if (name == SO_RCVBUF || name == SO_RCVBUFFORCE) {
-    if (auto peer = peer_.lock()) peer->wq_.Notify(kWritableEvents);
-  }
-}
-
 EventMask TcpSocket::EgressReadiness(EventMask mask) {
   pollfd p{egress_->conn.fd.get(), POLLIN | POLLOUT | POLLRDHUP, 0};
   if (poll(&p, 1, 0) < 0) p.revents = 0;

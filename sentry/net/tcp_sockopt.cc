@@ -53,6 +53,14 @@ int RetransToSecs(int retrans) {
 
 }  // namespace
 
+void TcpSocket::SocketOptionChanged(int name) {
+  if (name == SO_KEEPALIVE) PassOptionsToHost();
+  // A larger receive buffer is room for a writer waiting on the other side.
+  if (name == SO_RCVBUF || name == SO_RCVBUFFORCE) {
+    if (auto peer = peer_.lock()) peer->wq_.Notify(kWritableEvents);
+  }
+}
+
 SysResult<std::string> TcpSocket::GetTransportOption(Task& task, int level, int name) {
   switch (name) {
     case TCP_NODELAY:
