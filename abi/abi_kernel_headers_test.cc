@@ -13,6 +13,7 @@
 #include <linux/signalfd.h>
 #include <linux/stat.h>
 #include <linux/sysinfo.h>
+#include <linux/tcp.h>
 #include <linux/utsname.h>
 
 // Needs stack_t, sigcontext and sigset_t from the headers above.
@@ -23,6 +24,7 @@
 #include "abi/misc.h"
 #include "abi/signal.h"
 #include "abi/stat.h"
+#include "abi/tcp.h"
 
 namespace usentry::abi {
 namespace {
@@ -111,6 +113,14 @@ SAME_OFFSET(KernelSigaction, restorer, struct sigaction, sa_restorer);
 SAME_OFFSET(KernelSigaction, mask, struct sigaction, sa_mask);
 
 static_assert(sizeof(StackT) == sizeof(stack_t));
+
+static_assert(sizeof(TcpInfo) == sizeof(struct tcp_info));
+SAME_OFFSET(TcpInfo, rto, struct tcp_info, tcpi_rto);
+SAME_OFFSET(TcpInfo, rcv_space, struct tcp_info, tcpi_rcv_space);
+SAME_OFFSET(TcpInfo, bytes_acked, struct tcp_info, tcpi_bytes_acked);
+SAME_OFFSET(TcpInfo, delivery_rate, struct tcp_info, tcpi_delivery_rate);
+SAME_OFFSET(TcpInfo, bytes_sent, struct tcp_info, tcpi_bytes_sent);
+SAME_OFFSET(TcpInfo, snd_wnd, struct tcp_info, tcpi_snd_wnd);
 SAME_OFFSET(StackT, flags, stack_t, ss_flags);
 SAME_OFFSET(StackT, size, stack_t, ss_size);
 static_assert(kSaRestorer == SA_RESTORER);

@@ -30,6 +30,7 @@
 #include "sentry/mm/memory_file.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/net/dns_service.h"
+#include "sentry/net/inet_stack.h"
 #include "sentry/net/netgate/client.h"
 #include "sentry/net/policy_egress.h"
 #include "sentry/net/sandbox_network.h"
@@ -336,6 +337,22 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   Kernel& k = *new Kernel(opts, std::move(host.platform), std::move(host.memory_file),
                           std::move(vfs).value());
   StartSignalForwarder(k);
+  // The network: the policy's first check, the sandbox resolver and (with egress) the
+  // netgate client whose reader thread delivers netgate's answers under the kernel lock.
+  {
+    auto net_ctx = std::make_shared<net::NetContext>();
+    net_ctx->policy = cfg.net;
+    net_ctx->audit = cfg.audit;
+    net_ctx->net_log = cfg.net_log;
+    net_ctx->hostname = cfg.hostname;
+    if (cfg.netgate_fd >= 0) {
+      // Never destroyed: its reader thread runs until the sentry exits.
+      net_ctx->netgate = new netgate::Client(UniqueFd(cfg.netgate_fd), &k.mu);
+      net_ctx->netgate->Start();
+    }
+    absl::MutexLock lock(&k.mu);
+    k.inet_stack()->Configure(net::NewPolicyEgress(net_ctx), net::NewSandboxResolver(net_ctx));
+  }
   const absl::Time start = absl::Now();
   EmitRunStart(cfg, k);
   if (absl::Status s = fsimpl::MountDevfs(k.vfs(), k, absl::MakeConstSpan(cfg.stdio_fds)); !s.ok())

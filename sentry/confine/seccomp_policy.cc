@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"

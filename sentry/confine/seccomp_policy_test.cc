@@ -148,6 +148,18 @@ TEST_F(SentryFilterTest, OnlyTerminalIoctlsAndNeverTiocsti) {
   }
 }
 
+TEST_F(SentryFilterTest, DonatedSocketsGetShutdownAndTcpOptionsOnly) {
+  EXPECT_EQ(Eval(__NR_shutdown, {5, SHUT_WR}), kAllow);
+  EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, SO_KEEPALIVE, 0x1000, 4}), kAllow);
+  for (uint64_t opt : {TCP_NODELAY, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT}) {
+    EXPECT_EQ(Eval(__NR_setsockopt, {5, IPPROTO_TCP, opt, 0x1000, 4}), kAllow) << opt;
+  }
+  EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, SO_BINDTODEVICE, 0x1000, 4}), kKill);
+  EXPECT_EQ(Eval(__NR_setsockopt, {5, SOL_SOCKET, SO_ATTACH_FILTER, 0x1000, 16}), kKill);
+  EXPECT_EQ(Eval(__NR_setsockopt, {5, IPPROTO_TCP, TCP_ULP, 0x1000, 4}), kKill);
+  EXPECT_EQ(Eval(__NR_getsockopt, {5, SOL_SOCKET, SO_ERROR, 0x1000, 0x2000}), kKill);
+}
+
 TEST_F(SentryFilterTest, CloneWithoutNamespacesOnly) {
   constexpr uint64_t kThreadFlags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
                                     CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |

@@ -85,6 +85,11 @@ std::shared_ptr<vfs::FileDescription> NewHostFile(Kernel& k, int host_fd, int op
                                                std::move(term), c.euid, c.egid);
 }
 
+std::shared_ptr<HostPoller> KernelHostPoller(Kernel& k) {
+  absl::MutexLock lock(&registry_mu);
+  return PollerOf(k, Registry()[&k]);
+}
+
 void ShutdownHostFiles(Kernel& k) {
   std::shared_ptr<HostPoller> poller;
   {

@@ -28,6 +28,10 @@ namespace usentry::sentry::fsimpl {
 // to the kernel's host poller, which is started on first use).
 std::shared_ptr<vfs::FileDescription> NewHostFile(Kernel& k, int host_fd, int open_flags);
 
+// The kernel's host poller (started on first use), or null when it could not start.
+// Requires Kernel::mu. For other descriptions of host FDs (donated inet sockets).
+std::shared_ptr<HostPoller> KernelHostPoller(Kernel& k);
+
 // Stops the kernel's host poller thread (if one was started) and forgets the kernel's
 // terminal state. Call once at shutdown before destroying the Kernel, without holding
 // Kernel::mu (the thread may be waiting for it). Host files still alive keep the

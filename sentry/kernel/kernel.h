@@ -43,6 +43,7 @@ class FsObserver;
 namespace net {
 class UnixNamespace;
 class NetlinkPorts;
+class InetStack;
 }  // namespace net
 
 class Task;
@@ -88,6 +89,9 @@ class Kernel {
   const std::shared_ptr<net::UnixNamespace>& unix_namespace();
   // Port ids of the sandbox's netlink sockets (made on first use; sentry/net).
   const std::shared_ptr<net::NetlinkPorts>& netlink_ports();
+  // The internet stack: port tables, local delivery, Egress/DnsService (made on first
+  // use; defined in sentry/net).
+  const std::shared_ptr<net::InetStack>& inet_stack();
   absl::Time boot_time() const { return boot_time_; }
   FutexTable& futexes() { return futexes_; }
   // Asynchronous timers (alarm, itimers, POSIX timers, timerfd): sentry/kernel/timers.h.
@@ -144,6 +148,7 @@ class Kernel {
   std::unique_ptr<vfs::FsObserver> fs_observer_;
   std::shared_ptr<net::UnixNamespace> unix_ns_;
   std::shared_ptr<net::NetlinkPorts> netlink_ports_;
+  std::shared_ptr<net::InetStack> inet_stack_;
   absl::Time boot_time_;
   std::string hostname_;
   FutexTable futexes_;

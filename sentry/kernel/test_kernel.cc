@@ -14,7 +14,9 @@
 
 namespace usentry::sentry {
 
-TestKernel::TestKernel(const std::string& mem_name, KernelOptions opts) {
+TestKernel::TestKernel(const std::string& mem_name) : TestKernel(KernelOptions{}, mem_name) {}
+
+TestKernel::TestKernel(KernelOptions opts, const std::string& mem_name) {
   auto mf = mm::MemoryFile::Create(64 << 20);
   if (!mf.ok()) abort();
   auto tfs = std::make_shared<fsimpl::TmpfsFilesystem>(

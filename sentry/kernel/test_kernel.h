@@ -17,9 +17,10 @@ namespace usentry::sentry {
 class TestKernel {
  public:
   // "/" is an empty tmpfs; the task's root and cwd are "/". `mem_name` names the app
-  // memory mapping in /proc/PID/maps; `opts` are the kernel's (e.g. network.egress).
-  // Call without the kernel lock.
-  explicit TestKernel(const std::string& mem_name = "", KernelOptions opts = {});
+  // memory mapping in /proc/PID/maps. Call without the kernel lock.
+  explicit TestKernel(const std::string& mem_name = "");
+  // Same, with the kernel's options (e.g. KernelOptions::network).
+  explicit TestKernel(KernelOptions opts, const std::string& mem_name = "");
   // Closes the task's FDs and unregisters it (takes the kernel lock).
   ~TestKernel();
   TestKernel(const TestKernel&) = delete;

@@ -48,6 +48,14 @@ struct Ucred {
   bool operator==(const Ucred& o) const { return pid == o.pid && uid == o.uid && gid == o.gid; }
 };
 
+// A control message of a level the family interprets itself (SOL_IP, SOL_IPV6, SOL_UDP):
+// as sendmsg passed it, or as recvmsg returns it. `data` is the payload after the header.
+struct ControlMessage {
+  int level = 0;
+  int type = 0;
+  std::string data;
+};
+
 // Arguments of a send: the data (sentry spans), the raw destination (msg_name, when
 // msg_namelen != 0) and the parsed control messages (only AF_UNIX accepts rights and
 // credentials; see Socket::takes_unix_control).
@@ -56,6 +64,8 @@ struct SendArgs {
   std::optional<std::string> name;
   std::vector<std::shared_ptr<vfs::FileDescription>> rights;
   std::optional<Ucred> creds;  // explicit SCM_CREDENTIALS (already validated)
+  // Control messages of other levels, unparsed; families that do not use them ignore them.
+  std::vector<ControlMessage> control;
   int flags = 0;
   // write(2) ignores SO_SNDTIMEO: the VFS's blocking loop would retry a timed-out call.
   bool use_timeout = true;
@@ -70,6 +80,8 @@ struct RecvResult {
   bool has_creds = false;  // AF_UNIX: set when SO_PASSCRED is on and data was read
   Ucred creds;
   std::vector<std::shared_ptr<vfs::FileDescription>> rights;
+  // Other control messages (IP_PKTINFO, IPV6_HOPLIMIT...), in the order Linux puts them.
+  std::vector<ControlMessage> control;
 };
 
 class Socket : public vfs::FileDescription {

@@ -1,12 +1,19 @@
 // socket(2)/socketpair(2) dispatch by family.
 #include "sentry/net/socket_factory.h"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/net/netlink_socket.h"
+#include "sentry/net/inet_stack.h"
+#include "sentry/net/tcp_socket.h"
+#include "sentry/net/udp_socket.h"
 #include "sentry/net/unix_socket.h"
 
 namespace usentry::sentry::net {
@@ -27,6 +34,46 @@ SysResult<int> UnixType(int type, int protocol) {
   }
 }
 
+constexpr int kIpprotoMax = 263;  // IPPROTO_MAX
+
+// Records a refused socket(2) as a network denial (audit "denied", --explain).
+void DenySocket(Task& task, int family, const char* what, int err, const char* reason) {
+  std::string target = absl::StrCat(family == AF_INET ? "AF_INET " : "AF_INET6 ", what);
+  task.kernel().audit().Denied(task.thread_group().pid(), "socket", target, err, reason, "net");
+}
+
+// AF_INET/AF_INET6 as Linux's inet_create matches (type, protocol): TCP, UDP and UDP-Lite
+// are emulated; raw sockets are EPERM and ping sockets EACCES (ping_group_range's default),
+// both recorded as denials; other pairs ESOCKTNOSUPPORT/EPROTONOSUPPORT.
+SysResult<std::shared_ptr<Socket>> NewInetSocket(Task& task, int family, int type, int protocol,
+                                                 int status_flags) {
+  if (protocol < 0 || protocol >= kIpprotoMax) return Errno{EINVAL};
+  const int icmp = family == AF_INET ? int{IPPROTO_ICMP} : int{IPPROTO_ICMPV6};
+  const uint32_t uid = task.creds().fsuid, gid = task.creds().fsgid;
+  switch (type) {
+    case SOCK_STREAM:
+      if (protocol != 0 && protocol != IPPROTO_TCP) return Errno{EPROTONOSUPPORT};
+      return std::shared_ptr<Socket>(
+          TcpSocket::New(task.kernel().inet_stack(), family, status_flags, uid, gid));
+    case SOCK_DGRAM:
+      if (protocol == icmp) {
+        DenySocket(task, family, "ICMP", EACCES, "ping sockets are not allowed");
+        return Errno{EACCES};
+      }
+      if (protocol != 0 && protocol != IPPROTO_UDP && protocol != IPPROTO_UDPLITE) {
+        return Errno{EPROTONOSUPPORT};
+      }
+      return std::shared_ptr<Socket>(UdpSocket::New(task.kernel().inet_stack(), family,
+                                                    status_flags, uid, gid,
+                                                    protocol == 0 ? IPPROTO_UDP : protocol));
+    case SOCK_RAW:
+      DenySocket(task, family, "SOCK_RAW", EPERM, "raw sockets are not allowed");
+      return Errno{EPERM};
+    default:
+      return Errno{ESOCKTNOSUPPORT};
+  }
+}
+
 }  // namespace
 
 SysResult<std::shared_ptr<Socket>> NewSocket(Task& task, int family, int type, int protocol,
@@ -39,12 +86,7 @@ SysResult<std::shared_ptr<Socket>> NewSocket(Task& task, int family, int type, i
     }
     case AF_INET:
     case AF_INET6:
-      // The network is off: say so (audit "denied", --explain) rather than leave the app
-      // with a bare EAFNOSUPPORT.
-      task.kernel().audit().Denied(task.thread_group().pid(), "socket",
-                                   family == AF_INET ? "AF_INET" : "AF_INET6", EAFNOSUPPORT,
-                                   "network not allowed", "net");
-      return Errno{EAFNOSUPPORT};
+      return NewInetSocket(task, family, type, protocol, status_flags);
     case AF_NETLINK:
       return NewNetlinkSocket(task, type, protocol, status_flags);
     case AF_PACKET:

@@ -17,8 +17,9 @@ namespace usentry::sentry::net {
 
 // `type` is the base type (SOCK_STREAM...; the SOCK_NONBLOCK/SOCK_CLOEXEC bits are the
 // caller's), `status_flags` 0 or O_NONBLOCK. EAFNOSUPPORT for families the sandbox does
-// not have, ESOCKTNOSUPPORT/EPROTONOSUPPORT as Linux; raw and packet sockets EPERM
-// (recorded as denied). AF_NETLINK: NETLINK_ROUTE only (netlink_socket.h).
+// not have, ESOCKTNOSUPPORT/EPROTONOSUPPORT as Linux; raw inet and packet sockets EPERM,
+// ping sockets EACCES (recorded as denied). AF_NETLINK: NETLINK_ROUTE only
+// (netlink_socket.h).
 SysResult<std::shared_ptr<Socket>> NewSocket(Task& task, int family, int type, int protocol,
                                              int status_flags);
 // Only AF_UNIX has pairs; AF_INET/AF_INET6/AF_NETLINK give EOPNOTSUPP as on Linux.

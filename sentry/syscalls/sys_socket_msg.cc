@@ -59,8 +59,9 @@ SysResult<size_t> ReceiveInto(Task& task, net::Socket& sock, absl::Span<const io
 }
 
 // Parses the control messages of a send into `args` (Linux's __scm_send): SCM_RIGHTS
-// and SCM_CREDENTIALS at SOL_SOCKET on AF_UNIX sockets; other levels are ignored;
-// anything else at SOL_SOCKET is EINVAL (sock_cmsg_send for the other families).
+// and SCM_CREDENTIALS at SOL_SOCKET on AF_UNIX sockets; other levels are passed on for
+// the family to interpret (or ignore); anything else at SOL_SOCKET is EINVAL
+// (sock_cmsg_send for the other families).
 SysStatus ParseControl(Task& task, const net::Socket& sock, mm::GuestAddr control,
                        uint64_t controllen, net::SendArgs& args) {
   if (controllen > INT_MAX) return Errno{ENOBUFS};
@@ -99,6 +100,8 @@ SysStatus ParseControl(Task& task, const net::Socket& sock, mm::GuestAddr contro
       } else {
         return Errno{EINVAL};
       }
+    } else {
+      args.control.push_back(net::ControlMessage{h.level, h.type, std::string(data, data_len)});
     }
     off += CmsgAlign(h.len);
   }
@@ -209,6 +212,9 @@ SysResult<size_t> RecvMsgCore(Task& task, net::Socket& sock, mm::GuestAddr msg_a
   if (out.has_creds) {
     abi::Ucred uc{out.creds.pid, out.creds.uid, out.creds.gid};
     cw.Put(SOL_SOCKET, SCM_CREDENTIALS, &uc, sizeof(uc));
+  }
+  for (const net::ControlMessage& c : out.control) {
+    cw.Put(c.level, c.type, c.data.data(), c.data.size());
   }
   cw.PutRights(task, out.rights, flags & MSG_CMSG_CLOEXEC);
   if (!cw.data().empty()) {

@@ -86,30 +86,40 @@ constexpr SyscallInfo kTable[] = {
     {39, "getpid", SysGetpid, Support::kFull, "", ""},
     {40, "sendfile", SysSendfile, Support::kFull, "", "ffpu"},
     {41, "socket", SysSocket, Support::kPartial,
-     "AF_UNIX; AF_NETLINK NETLINK_ROUTE (read-only: lo, eth0 with egress); other netlink "
-     "protocols and AF_PACKET EPERM (audited); other families EAFNOSUPPORT until the netstack",
+     "AF_UNIX; AF_INET/AF_INET6 TCP and UDP (the sandbox's loopback; other destinations "
+     "through the egress policy); raw EPERM, ping EACCES (audited); AF_NETLINK NETLINK_ROUTE "
+     "(read-only: lo, eth0 with egress); other netlink protocols and AF_PACKET EPERM "
+     "(audited); other families EAFNOSUPPORT",
      "ddd"},
     {42, "connect", SysConnect, Support::kPartial,
-     "AF_UNIX (path and abstract names; a full backlog blocks or EAGAIN); AF_NETLINK to the "
-     "kernel only",
+     "AF_UNIX (path and abstract names; a full backlog blocks or EAGAIN); TCP/UDP to the "
+     "sandbox's loopback, other destinations through the egress policy (ENETUNREACH without "
+     "one); AF_NETLINK to the kernel only",
      "fpd"},
     {43, "accept", SysAccept, Support::kFull, "", "fpp"},
     {44, "sendto", SysSendto, Support::kPartial,
-     "AF_UNIX; AF_NETLINK requests to the kernel only (another port or group EPERM); MSG_OOB "
-     "EOPNOTSUPP",
+     "AF_UNIX, TCP, UDP (DNS datagrams answered by the sandbox resolver); AF_NETLINK requests "
+     "to the kernel only (another port or group EPERM); MSG_OOB EOPNOTSUPP",
      "fbudpd"},
     {45, "recvfrom", SysRecvfrom, Support::kPartial,
-     "AF_UNIX and AF_NETLINK; MSG_OOB/MSG_ERRQUEUE not supported", "fbudpp"},
+     "AF_UNIX, TCP, UDP, AF_NETLINK; no urgent data (MSG_OOB); MSG_ERRQUEUE finds nothing "
+     "(EAGAIN)",
+     "fbudpp"},
     {46, "sendmsg", SysSendmsg, Support::kPartial,
-     "AF_UNIX (SCM_RIGHTS, SCM_CREDENTIALS) and AF_NETLINK; MSG_OOB EOPNOTSUPP", "fpx"},
+     "AF_UNIX, TCP, UDP, AF_NETLINK; SCM_RIGHTS and SCM_CREDENTIALS (AF_UNIX); IP-level control "
+     "messages ignored; MSG_OOB EOPNOTSUPP",
+     "fpx"},
     {47, "recvmsg", SysRecvmsg, Support::kPartial,
-     "AF_UNIX (SCM_RIGHTS, SCM_CREDENTIALS with SO_PASSCRED, MSG_CTRUNC) and AF_NETLINK (no "
-     "NETLINK_PKTINFO control message); no SO_PEEK_OFF",
+     "AF_UNIX, TCP, UDP, AF_NETLINK; SCM_RIGHTS, SCM_CREDENTIALS (SO_PASSCRED), MSG_CTRUNC; no "
+     "SO_PEEK_OFF; no IP-level control messages (IP_PKTINFO, IP_RECVERR, timestamps) or "
+     "NETLINK_PKTINFO",
      "fpx"},
     {48, "shutdown", SysShutdown, Support::kFull, "", "fd"},
     {49, "bind", SysBind, Support::kPartial,
-     "AF_UNIX (path binds only on sentry-held filesystems (tmpfs, overlay upper): EPERM "
-     "inside --mount trees) and AF_NETLINK (port ids; groups accepted, no events)",
+     "AF_UNIX path binds only on sentry-held filesystems (tmpfs, overlay upper): EPERM inside "
+     "--mount trees; AF_INET/AF_INET6 only to the sandbox's addresses (loopback, eth0 with "
+     "egress; EADDRNOTAVAIL), ports below 1024 need euid 0; AF_NETLINK port ids (groups "
+     "accepted, no events)",
      "fpd"},
     {50, "listen", SysListen, Support::kFull, "", "fd"},
     {51, "getsockname", SysGetsockname, Support::kFull, "", "fpp"},
@@ -117,15 +127,16 @@ constexpr SyscallInfo kTable[] = {
     {53, "socketpair", SysSocketpair, Support::kPartial,
      "AF_UNIX only (AF_INET/AF_INET6/AF_NETLINK EOPNOTSUPP as Linux)", "dddp"},
     {54, "setsockopt", SysSetsockopt, Support::kPartial,
-     "SOL_SOCKET, and SOL_NETLINK on netlink sockets (other levels EOPNOTSUPP); "
-     "SO_RCVTIMEO/SO_SNDTIMEO honoured by "
-     "send*/recv*/accept/connect, not read/write; SO_LINGER, SO_REUSEADDR, SO_KEEPALIVE... stored "
-     "without effect",
+     "SOL_SOCKET; inet sockets also SOL_TCP, SOL_UDP, SOL_IP, SOL_IPV6 with Linux's ranges; "
+     "netlink sockets SOL_NETLINK; SO_RCVTIMEO/SO_SNDTIMEO honoured by send*/recv*/accept/"
+     "connect, not read/write; most options are stored without effect (TCP_NODELAY and "
+     "keepalive go to egress connections)",
      "fddpd"},
     {55, "getsockopt", SysGetsockopt, Support::kPartial,
      "SOL_SOCKET (and SOL_NETLINK on netlink sockets): "
      "SO_TYPE/DOMAIN/PROTOCOL/ERROR/ACCEPTCONN/PEERCRED/PASSCRED/SNDBUF/RCVBUF/LINGER/RCVTIMEO/"
-     "SNDTIMEO and stored flags; others ENOPROTOOPT",
+     "SNDTIMEO, SO_REUSEPORT/SO_BINDTODEVICE (inet) and stored flags; inet: SOL_TCP (TCP_INFO), "
+     "SOL_UDP, SOL_IP, SOL_IPV6; others ENOPROTOOPT or EOPNOTSUPP as Linux",
      "fddpp"},
     {56, "clone", SysClone, Support::kPartial,
      "threads (CLONE_THREAD with SETTLS/PARENT_SETTID/CHILD_SETTID/CHILD_CLEARTID) and "
@@ -452,7 +463,7 @@ constexpr SyscallInfo kTable[] = {
     {298, "perf_event_open", SysBlocked, Support::kError,
      "EPERM: no performance counters (blocked, audited)", ""},
     {299, "recvmmsg", SysRecvmmsg, Support::kPartial,
-     "AF_UNIX only; the timeout is checked between messages (as Linux)", "fpuxp"},
+     "AF_UNIX, TCP, UDP; the timeout is checked between messages (as Linux)", "fpuxp"},
     {300, "fanotify_init", nullptr, Support::kUnimplemented, "", ""},
     {301, "fanotify_mark", nullptr, Support::kUnimplemented, "", ""},
     {302, "prlimit64", SysPrlimit64, Support::kPartial,
@@ -461,7 +472,7 @@ constexpr SyscallInfo kTable[] = {
     {304, "open_by_handle_at", nullptr, Support::kUnimplemented, "", ""},
     {305, "clock_adjtime", nullptr, Support::kUnimplemented, "", ""},
     {306, "syncfs", SysSyncfs, Support::kFull, "", ""},
-    {307, "sendmmsg", SysSendmmsg, Support::kPartial, "AF_UNIX only", "fpux"},
+    {307, "sendmmsg", SysSendmmsg, Support::kPartial, "AF_UNIX, TCP, UDP", "fpux"},
     {308, "setns", SysBlocked, Support::kError, "EPERM: no namespace changes (blocked, audited)",
      ""},
     {309, "getcpu", SysGetcpu, Support::kPartial, "always CPU 0", ""},

@@ -87,6 +87,8 @@ TEST_P(KernelAttackTest, HostProcessAndKernelAttacksAllFail) {
                                               "ioperm",
                                               "modify_ldt",
                                               "socket_inet_raw",
+                                              "socket_inet6_raw",
+                                              "socket_ping",
                                               "socket_packet",
                                               "open_dev_mem",
                                               "open_dev_kmem",
@@ -132,7 +134,13 @@ TEST_P(KernelAttackTest, HostProcessAndKernelAttacksAllFail) {
   for (const char* name : {"open_by_handle_at", "modify_ldt"}) {
     EXPECT_EQ(syscalls[name], "unimplemented") << name << "\n" << ReadHostFile(audit);
   }
-  EXPECT_THAT(DeniedOps(records), ::testing::Contains("socket AF_INET")) << ReadHostFile(audit);
+  EXPECT_EQ(reports["socket_inet_raw"], "EPERM") << r.Describe();
+  EXPECT_EQ(reports["socket_ping"], "EACCES") << r.Describe();
+  EXPECT_THAT(reports["socket_inet_stream"], StartsWith("OK")) << r.Describe();
+  for (const char* op :
+       {"socket AF_INET SOCK_RAW", "socket AF_INET6 SOCK_RAW", "socket AF_INET ICMP"}) {
+    EXPECT_THAT(DeniedOps(records), ::testing::Contains(op)) << ReadHostFile(audit);
+  }
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back().value("event", ""), "run_end") << ReadHostFile(audit);
   // Host pids mean nothing inside (the sandbox's own pids are small).

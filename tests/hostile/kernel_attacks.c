@@ -120,8 +120,11 @@ int main(int argc, char** argv) {
   Report("open_dev_tty", tty);
   if (tty >= 0) Report("tiocsti_dev_tty", ioctl(tty, TIOCSTI, &c));
 
-  // Raw network access (created only; nothing is ever sent).
+  // Raw network access (created only; nothing is ever sent). A TCP socket is the
+  // sandbox's own (its loopback); raw, ping and packet sockets are refused.
   Report("socket_inet_raw", socket(AF_INET, SOCK_RAW, IPPROTO_RAW));
+  Report("socket_inet6_raw", socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6));
+  Report("socket_ping", socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
   Report("socket_packet", socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)));
   Report("socket_inet_stream", socket(AF_INET, SOCK_STREAM, 0));
 

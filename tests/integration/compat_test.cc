@@ -324,6 +324,56 @@ TEST_P(CompatTest, PythonSignalTimers) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonSignalScript});
 }
 
+// The sandbox's loopback: http.server in a thread on 127.0.0.1 (kernel-chosen port),
+// fetched with urllib.request; then a UDP echo over ::1 and a non-blocking connect.
+constexpr char kPythonHttpScript[] = R"py(
+import http.server, socket, threading, urllib.request, selectors
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/missing":
+            self.send_error(404)
+            return
+        body = ("hello from %s" % self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+port = server.server_address[1]
+t = threading.Thread(target=server.serve_forever, daemon=True)
+t.start()
+for path in ("/", "/index.html", "/a/b?c=d"):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30) as r:
+        print(r.status, r.headers["Content-Type"], r.read().decode())
+try:
+    urllib.request.urlopen("http://127.0.0.1:%d/missing" % port, timeout=30).read()
+except Exception as e:
+    print(type(e).__name__)
+server.shutdown()
+server.server_close()
+u1 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u1.bind(("::1", 0))
+u2 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u2.sendto(b"ping", u1.getsockname())
+data, peer = u1.recvfrom(100)
+u1.sendto(data.upper(), peer)
+print(u2.recvfrom(100)[0], peer[0])
+l = socket.create_server(("127.0.0.1", 0))
+c = socket.socket()
+c.setblocking(False)
+print(c.connect_ex(l.getsockname()) in (0, 115))
+sel = selectors.DefaultSelector()
+sel.register(c, selectors.EVENT_WRITE)
+print(len(sel.select(5)), c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+)py";
+
+TEST_P(CompatTest, PythonHttpServerOverLoopback) {
+  ExpectSameAsNative({"/usr/bin/python3", "-c", kPythonHttpScript});
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, CompatTest, ::testing::ValuesIn(kTestPlatforms));
 
 // AF_UNIX sockets (sentry/net): a socketpair, a path-bound stream server with a forked
