@@ -91,7 +91,7 @@ int ErrorOf(const std::string& buf) {
 
 class NetlinkSocketTest : public ::testing::Test {
  protected:
-  explicit NetlinkSocketTest(bool egress = false) : tk_("", Options(egress)) {}
+  explicit NetlinkSocketTest(bool egress = false) : tk_(Options(egress)) {}
   static KernelOptions Options(bool egress) {
     KernelOptions o;
     o.network.egress = egress;
