@@ -179,6 +179,16 @@ TEST_P(AuditTest, InternetSocketsWithoutNetworkAndRawSocketsDenied) {
   EXPECT_EQ(denied[0].value("op", ""), "socket");
   EXPECT_EQ(denied[0].value("errno", ""), "EPERM");
   EXPECT_EQ(denied[0].value("policy", ""), "net");
+  // The connect is a network decision: a "net" record and an --explain line.
+  EXPECT_THAT(r.err, HasSubstr("usentry: connect 192.0.2.1:80/tcp denied: the sandbox has no "
+                               "network (allow destinations with --allow-net) (policy: net)"))
+      << r.Describe();
+  std::vector<Json> net = Events("net");
+  ASSERT_EQ(net.size(), 1u) << Dump();
+  EXPECT_EQ(net[0].value("op", ""), "connect");
+  EXPECT_EQ(net[0].value("dst", ""), "192.0.2.1:80/tcp");
+  EXPECT_EQ(net[0].value("decision", ""), "denied");
+  EXPECT_EQ(net[0].value("result", ""), "ENETUNREACH");
 }
 
 TEST_P(AuditTest, MountIsBlockedWithEpermAndRecorded) {
