@@ -75,9 +75,11 @@ class SandboxResolver : public DnsService {
     }
     std::vector<dns::ResourceRecord> local;
     if (AnswerLocally(question, &local)) {
-      reply(answer(local.empty() && !IsLocalName(question.name) ? dns::Rcode::kNxDomain
-                                                                : dns::Rcode::kNoError,
-                   local));
+      // A name the sandbox owns but has no record of this type for: NODATA; a reverse
+      // name it does not own, or the host alias without host ports: NXDOMAIN.
+      const bool exists = !local.empty() || (IsLocalName(question.name) &&
+                                             (question.name != kHostAlias || HostAliasOn()));
+      reply(answer(exists ? dns::Rcode::kNoError : dns::Rcode::kNxDomain, local));
       return;
     }
     policy::NetVerdict v = question.is_hostname ? policy::CheckName(ctx_->policy, question.name)
