@@ -164,6 +164,23 @@ absl::Status InstallDebugHandler() {
 
 }  // namespace
 
+absl::Status LockDown(ConfineReport& report, absl::string_view what,
+                      const std::function<absl::StatusOr<ScmpFilter>(uint32_t)>& build) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
+  }
+  report.layers.push_back({"no-new-privs", true, "set"});
+  const char* env = getenv("USENTRY_DEBUG_SECCOMP");
+  bool debug = env != nullptr && strcmp(env, "1") == 0;
+  if (debug) RETURN_IF_ERROR(InstallSeccompDebugHandler());
+  ASSIGN_OR_RETURN(ScmpFilter filter, build(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
+  int rc = seccomp_load(filter.get());
+  if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_load(", what, " allowlist)"), -rc);
+  report.layers.push_back(
+      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  return absl::OkStatus();
+}
+
 ConfineLayer DropCapabilities(bool enabled, uint64_t keep) {
   ConfineLayer layer{"capabilities", false, ""};
   if (!enabled) {

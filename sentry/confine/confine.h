@@ -4,11 +4,14 @@
 #ifndef USENTRY_SENTRY_CONFINE_CONFINE_H_
 #define USENTRY_SENTRY_CONFINE_CONFINE_H_
 
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sentry/confine/seccomp_policy.h"
 
 namespace usentry::sentry::confine {
 
@@ -59,6 +62,12 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options);
 ConfineLayer DropCapabilities(bool enabled, uint64_t keep);
 // SIGSYS handler naming the offending syscall (USENTRY_DEBUG_SECCOMP=1), then abort.
 absl::Status InstallSeccompDebugHandler();
+// The last two layers of the gofer's and netgate's confinement: no_new_privs, then the
+// allowlist `build` makes for the default action it is given (KILL_PROCESS, or TRAP
+// with the naming handler when USENTRY_DEBUG_SECCOMP=1). `what` names the allowlist in
+// errors. Either failing leaves the process half-confined: the caller must exit.
+absl::Status LockDown(ConfineReport& report, absl::string_view what,
+                      const std::function<absl::StatusOr<ScmpFilter>(uint32_t)>& build);
 
 // Builds the allowlist ConfineSentry installs by default (no ptrace, violations kill)
 // ahead of time, on any thread, so that ConfineSentry only loads it: libseccomp takes

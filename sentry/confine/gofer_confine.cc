@@ -91,19 +91,8 @@ absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
 absl::StatusOr<ConfineReport> ConfineGofer() {
   ConfineReport report;
   report.layers.push_back(DropCapabilities(true, kFileCapabilities));
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
-  }
-  report.layers.push_back({"no-new-privs", true, "set"});
-  const char* env = getenv("USENTRY_DEBUG_SECCOMP");
-  bool debug = env != nullptr && strcmp(env, "1") == 0;
-  if (debug) RETURN_IF_ERROR(InstallSeccompDebugHandler());
-  ASSIGN_OR_RETURN(ScmpFilter filter,
-                   BuildGoferFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
-  int rc = seccomp_load(filter.get());
-  if (rc < 0) return ErrnoStatus("seccomp_load(gofer allowlist)", -rc);
-  report.layers.push_back(
-      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  RETURN_IF_ERROR(
+      LockDown(report, "gofer", [](uint32_t action) { return BuildGoferFilter(action); }));
   return report;
 }
 

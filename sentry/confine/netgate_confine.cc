@@ -177,19 +177,8 @@ absl::StatusOr<ConfineReport> ConfineNetgate() {
       host_root ? (1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SETPCAP) : 0;
   report.layers.push_back(DropCapabilities(true, keep));
   report.layers.push_back(BecomeNobody(host_root));
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
-  }
-  report.layers.push_back({"no-new-privs", true, "set"});
-  const char* env = getenv("USENTRY_DEBUG_SECCOMP");
-  bool debug = env != nullptr && strcmp(env, "1") == 0;
-  if (debug) RETURN_IF_ERROR(InstallSeccompDebugHandler());
-  ASSIGN_OR_RETURN(ScmpFilter filter,
-                   BuildNetgateFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
-  int rc = seccomp_load(filter.get());
-  if (rc < 0) return ErrnoStatus("seccomp_load(netgate allowlist)", -rc);
-  report.layers.push_back(
-      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  RETURN_IF_ERROR(
+      LockDown(report, "netgate", [](uint32_t action) { return BuildNetgateFilter(action); }));
   return report;
 }
 

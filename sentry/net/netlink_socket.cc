@@ -290,13 +290,8 @@ void NetlinkSocket::ContinueDump() {
 
 // --- receive: the replies ---
 
-SysResult<size_t> NetlinkSocket::RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                                         RecvResult* out) {
-  return RecvImpl(task, dst, flags, out, rcvtimeo_);
-}
-
-SysResult<size_t> NetlinkSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, int flags,
-                                          RecvResult* out, absl::Duration timeout) {
+SysResult<size_t> NetlinkSocket::Receive(Task* task, absl::Span<const iovec> dst, int flags,
+                                         RecvResult* out, absl::Duration timeout) {
   if (flags & MSG_OOB) return Errno{EOPNOTSUPP};
   ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
   RETURN_IF_ERRNO(
@@ -328,22 +323,6 @@ SysResult<size_t> NetlinkSocket::RecvImpl(Task* task, absl::Span<const iovec> ds
   }
   if (dump_running_ && rx_bytes_ <= static_cast<size_t>(rcvbuf_) / 2) ContinueDump();
   return (flags & MSG_TRUNC) ? len : n;
-}
-
-SysResult<size_t> NetlinkSocket::Read(Task* task, absl::Span<const iovec> dst, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
-  if (total == 0) return size_t{0};
-  RecvResult out;
-  return RecvImpl(task, dst, 0, &out, absl::ZeroDuration());
-}
-
-SysResult<size_t> NetlinkSocket::Write(Task* task, absl::Span<const iovec> src, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  SendArgs args;
-  args.data = src;
-  args.use_timeout = false;
-  return SendMsg(task, args);
 }
 
 EventMask NetlinkSocket::Readiness(EventMask mask) {

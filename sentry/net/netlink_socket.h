@@ -81,13 +81,9 @@ class NetlinkSocket : public Socket {
   // elsewhere, which the sandbox refuses.
   SysResult<std::string> PeerName() override;
   SysResult<size_t> SendMsg(Task* task, SendArgs& args) override;
-  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                            RecvResult* out) override;
   SysResult<std::string> GetOption(Task& task, int level, int name) override;
   SysStatus SetOption(Task& task, int level, int name, const std::string& value) override;
 
-  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
-  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   EventMask Readiness(EventMask mask) override;
 
   uint32_t portid() const { return portid_; }
@@ -103,8 +99,8 @@ class NetlinkSocket : public Socket {
   void Enqueue(std::string datagram);
   // Moves the next batch of the running dump to the queue, if there is room.
   void ContinueDump();
-  SysResult<size_t> RecvImpl(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
-                             absl::Duration timeout);
+  SysResult<size_t> Receive(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
+                            absl::Duration timeout) override;
 
   std::shared_ptr<NetlinkPorts> ports_;
   const SandboxNetwork network_;

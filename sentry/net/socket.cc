@@ -181,6 +181,22 @@ SysResult<uint64_t> Socket::Ioctl(Task& task, uint64_t cmd, uint64_t arg) {
   return InterfaceIoctl(task, family_, cmd, arg);
 }
 
+SysResult<size_t> Socket::Read(Task* task, absl::Span<const iovec> dst, int64_t offset) {
+  if (offset != -1) return Errno{ESPIPE};
+  ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
+  if (total == 0) return size_t{0};
+  RecvResult out;
+  return Receive(task, dst, 0, &out, absl::ZeroDuration());
+}
+
+SysResult<size_t> Socket::Write(Task* task, absl::Span<const iovec> src, int64_t offset) {
+  if (offset != -1) return Errno{ESPIPE};
+  SendArgs args;
+  args.data = src;
+  args.use_timeout = false;
+  return SendMsg(task, args);
+}
+
 SysResult<vfs::Attr> Socket::Stat() {
   vfs::Attr a;
   a.dev = kSockfsDev;

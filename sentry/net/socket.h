@@ -108,8 +108,10 @@ class Socket : public vfs::FileDescription {
   virtual SysResult<std::string> PeerName() = 0;
   // `task` may be null only in unit tests (no blocking, no credentials, no SIGPIPE).
   virtual SysResult<size_t> SendMsg(Task* task, SendArgs& args) = 0;
-  virtual SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                                    RecvResult* out) = 0;
+  // recv*(2): Receive() with SO_RCVTIMEO.
+  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out) {
+    return Receive(task, dst, flags, out, rcvtimeo_);
+  }
   // The option's full value as bytes (the caller truncates to the app's optlen).
   // Defaults: SOL_SOCKET through the shared options below, other levels EOPNOTSUPP.
   virtual SysResult<std::string> GetOption(Task& task, int level, int name);
@@ -123,6 +125,11 @@ class Socket : public vfs::FileDescription {
   // family's own Ioctl does not handle: a family overrides Ioctl for its commands and
   // calls Socket::Ioctl for the rest, as Linux's sock_ioctl falls back to dev_ioctl.
   SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
+  // read(2)/write(2): a receive or send without flags and without SO_RCVTIMEO/SO_SNDTIMEO
+  // (the VFS's blocking loop would retry a timed-out call). Control data that arrives
+  // with the bytes (SCM_RIGHTS) is dropped, as on Linux.
+  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) final;
+  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) final;
   SysResult<vfs::Attr> Stat() override;
   WaitQueue* wait_queue() override { return &wq_; }
   std::string AnonName() const override;
@@ -134,6 +141,9 @@ class Socket : public vfs::FileDescription {
   // SO_KEEPALIVE, ...). ENOPROTOOPT for the rest, which a family may then handle.
   SysResult<std::string> GetCommonOption(int name);
   SysStatus SetCommonOption(Task& task, int name, const std::string& value);
+  // A receive into `dst` (sentry spans) honouring `flags`; `timeout` zero = forever.
+  virtual SysResult<size_t> Receive(Task* task, absl::Span<const iovec> dst, int flags,
+                                    RecvResult* out, absl::Duration timeout) = 0;
   // For SO_ACCEPTCONN.
   virtual bool listening() const = 0;
   // A stored SOL_SOCKET flag option (SO_REUSEADDR, SO_KEEPALIVE, ...); its default if unset.

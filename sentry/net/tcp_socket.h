@@ -100,10 +100,6 @@ class TcpSocket : public InetSocket {
 
   // --- data (tcp_socket_io.cc) ---
   SysResult<size_t> SendMsg(Task* task, SendArgs& args) override;
-  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                            RecvResult* out) override;
-  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
-  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
   EventMask Readiness(EventMask mask) override;
 
@@ -150,8 +146,8 @@ class TcpSocket : public InetSocket {
 
   // --- data (tcp_socket_io.cc) ---
   SysResult<size_t> SendImpl(Task* task, SendArgs& args);
-  SysResult<size_t> RecvImpl(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
-                             absl::Duration timeout);
+  SysResult<size_t> Receive(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
+                            absl::Duration timeout) override;
   // One attempt of a local send / receive: EAGAIN when it must wait.
   SysStatus SendLocalAttempt(const SendArgs& args, size_t total, size_t* sent);
   SysStatus RecvLocalAttempt(absl::Span<const iovec> dst, int flags, size_t total, size_t target,

@@ -98,13 +98,8 @@ SysStatus TcpSocket::SendLocalAttempt(const SendArgs& args, size_t total, size_t
 
 // --- receive ---
 
-SysResult<size_t> TcpSocket::RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                                     RecvResult* out) {
-  return RecvImpl(task, dst, flags, out, rcvtimeo_);
-}
-
-SysResult<size_t> TcpSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, int flags,
-                                      RecvResult* out, absl::Duration timeout) {
+SysResult<size_t> TcpSocket::Receive(Task* task, absl::Span<const iovec> dst, int flags,
+                                     RecvResult* out, absl::Duration timeout) {
   if (flags & MSG_ERRQUEUE) return Errno{EAGAIN};  // nothing is ever queued there
   if (flags & MSG_OOB) return Errno{EINVAL};       // no urgent data either
   if (state_ == kTcpListen) return Errno{ENOTCONN};
@@ -159,22 +154,5 @@ SysStatus TcpSocket::RecvLocalAttempt(absl::Span<const iovec> dst, int flags, si
 }
 
 // --- read(2)/write(2) ---
-
-SysResult<size_t> TcpSocket::Read(Task* task, absl::Span<const iovec> dst, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
-  if (total == 0) return size_t{0};
-  RecvResult out;
-  // No SO_RCVTIMEO here: the VFS's blocking loop would retry a timed-out read.
-  return RecvImpl(task, dst, 0, &out, absl::ZeroDuration());
-}
-
-SysResult<size_t> TcpSocket::Write(Task* task, absl::Span<const iovec> src, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  SendArgs args;
-  args.data = src;
-  args.use_timeout = false;
-  return SendImpl(task, args);
-}
 
 }  // namespace usentry::sentry::net

@@ -82,10 +82,6 @@ class UdpSocket : public InetSocket {
 
   // --- data (udp_socket_io.cc) ---
   SysResult<size_t> SendMsg(Task* task, SendArgs& args) override;
-  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                            RecvResult* out) override;
-  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
-  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
   EventMask Readiness(EventMask mask) override;
 
@@ -144,8 +140,8 @@ class UdpSocket : public InetSocket {
   bool FlowsReadable();
   void ArmFlows();
 
-  SysResult<size_t> RecvImpl(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
-                             absl::Duration timeout);
+  SysResult<size_t> Receive(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
+                            absl::Duration timeout) override;
 
   bool connected_ = false;
   InetAddr peer_;  // in our family

@@ -88,13 +88,8 @@ SysStatus UdpSocket::SendDns(Task* task, std::vector<uint8_t> data, const InetAd
 
 // --- receive ---
 
-SysResult<size_t> UdpSocket::RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                                     RecvResult* out) {
-  return RecvImpl(task, dst, flags, out, rcvtimeo_);
-}
-
-SysResult<size_t> UdpSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, int flags,
-                                      RecvResult* out, absl::Duration timeout) {
+SysResult<size_t> UdpSocket::Receive(Task* task, absl::Span<const iovec> dst, int flags,
+                                     RecvResult* out, absl::Duration timeout) {
   if (flags & MSG_ERRQUEUE) {
     // No error queue entries are made (no sock_extended_err to give). Reading it clears
     // the pending error as on Linux, so that a caller polling POLLERR does not spin.
@@ -133,21 +128,5 @@ SysResult<size_t> UdpSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, i
 }
 
 // --- read(2)/write(2) ---
-
-SysResult<size_t> UdpSocket::Read(Task* task, absl::Span<const iovec> dst, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
-  if (total == 0) return size_t{0};
-  RecvResult out;
-  return RecvImpl(task, dst, 0, &out, absl::ZeroDuration());
-}
-
-SysResult<size_t> UdpSocket::Write(Task* task, absl::Span<const iovec> src, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  SendArgs args;
-  args.data = src;
-  args.use_timeout = false;
-  return SendMsg(task, args);
-}
 
 }  // namespace usentry::sentry::net

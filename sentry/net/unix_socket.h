@@ -96,8 +96,6 @@ class UnixSocket : public Socket {
 
   // --- data (unix_socket_io.cc) ---
   SysResult<size_t> SendMsg(Task* task, SendArgs& args) override;
-  SysResult<size_t> RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                            RecvResult* out) override;
 
   // --- options (unix_sockopt.cc) ---
   SysResult<std::string> GetOption(Task& task, int level, int name) override;
@@ -105,8 +103,6 @@ class UnixSocket : public Socket {
   bool takes_unix_control() const override { return true; }
 
   // --- FileDescription ---
-  SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
-  SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   SysResult<uint64_t> Ioctl(Task& task, uint64_t cmd, uint64_t arg) override;
   EventMask Readiness(EventMask mask) override;
 
@@ -128,8 +124,8 @@ class UnixSocket : public Socket {
   SysResult<size_t> SendStream(Task* task, SendArgs& args);
   SysResult<size_t> SendDatagram(Task* task, SendArgs& args);
   // timeout: SO_RCVTIMEO for recv*, zero (forever) for read(2) (see SendArgs).
-  SysResult<size_t> RecvImpl(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
-                             absl::Duration timeout);
+  SysResult<size_t> Receive(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
+                            absl::Duration timeout) override;
   SysResult<size_t> RecvStream(Task* task, absl::Span<const iovec> dst, int flags, RecvResult* out,
                                absl::Duration timeout);
   SysResult<size_t> RecvDatagram(Task* task, absl::Span<const iovec> dst, int flags,

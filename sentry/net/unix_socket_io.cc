@@ -153,13 +153,8 @@ SysResult<size_t> UnixSocket::SendDatagram(Task* task, SendArgs& args) {
 
 // --- receive ---
 
-SysResult<size_t> UnixSocket::RecvMsg(Task* task, absl::Span<const iovec> dst, int flags,
-                                      RecvResult* out) {
-  return RecvImpl(task, dst, flags, out, rcvtimeo_);
-}
-
-SysResult<size_t> UnixSocket::RecvImpl(Task* task, absl::Span<const iovec> dst, int flags,
-                                       RecvResult* out, absl::Duration timeout) {
+SysResult<size_t> UnixSocket::Receive(Task* task, absl::Span<const iovec> dst, int flags,
+                                      RecvResult* out, absl::Duration timeout) {
   auto r = type_ == SOCK_STREAM ? RecvStream(task, dst, flags, out, timeout)
                                 : RecvDatagram(task, dst, flags, out, timeout);
   if (r.ok()) out->has_creds = passcred_;
@@ -269,21 +264,5 @@ SysResult<size_t> UnixSocket::RecvDatagram(Task* task, absl::Span<const iovec> d
 }
 
 // --- read(2)/write(2) ---
-
-SysResult<size_t> UnixSocket::Read(Task* task, absl::Span<const iovec> dst, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  ASSIGN_OR_RETURN_ERRNO(size_t total, vfs::IovecsLength(dst));
-  if (total == 0) return size_t{0};
-  RecvResult out;  // fds that arrive with the data are dropped (closed), as on Linux
-  return RecvImpl(task, dst, 0, &out, absl::ZeroDuration());
-}
-
-SysResult<size_t> UnixSocket::Write(Task* task, absl::Span<const iovec> src, int64_t offset) {
-  if (offset != -1) return Errno{ESPIPE};
-  SendArgs args;
-  args.data = src;
-  args.use_timeout = false;
-  return SendMsg(task, args);
-}
 
 }  // namespace usentry::sentry::net
