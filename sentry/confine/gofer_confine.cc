@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "base/status_macros.h"
 
 namespace usentry::sentry::confine {
@@ -51,22 +52,6 @@ constexpr int kGoferSyscalls[] = {
     SCMP_SYS(truncate),
     SCMP_SYS(ftruncate),
     SCMP_SYS(umask),
-    // Its own memory, signals and exit.
-    SCMP_SYS(mmap),
-    SCMP_SYS(munmap),
-    SCMP_SYS(mremap),
-    SCMP_SYS(madvise),
-    SCMP_SYS(mprotect),
-    SCMP_SYS(brk),
-    SCMP_SYS(futex),
-    SCMP_SYS(rt_sigreturn),
-    SCMP_SYS(rt_sigprocmask),
-    SCMP_SYS(restart_syscall),
-    SCMP_SYS(clock_gettime),
-    SCMP_SYS(getpid),
-    SCMP_SYS(gettid),
-    SCMP_SYS(exit),
-    SCMP_SYS(exit_group),
 };
 
 // Capabilities a root gofer keeps: reading and writing host files as root would.
@@ -81,9 +66,12 @@ absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
   if (!filter) return absl::InternalError("seccomp_init failed");
   int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, default_action);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  for (int nr : kGoferSyscalls) {
-    rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
-    if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(gofer, nr=", nr, ")"), -rc);
+  for (absl::Span<const int> list : {absl::Span<const int>(kGoferSyscalls),
+                                      absl::Span<const int>(kHelperRuntimeSyscalls)}) {
+    for (int nr : list) {
+      rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
+      if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(gofer, nr=", nr, ")"), -rc);
+    }
   }
   return filter;
 }

@@ -44,24 +44,9 @@ constexpr int kNetgateSyscalls[] = {
     SCMP_SYS(writev),
     SCMP_SYS(close),
     SCMP_SYS(fcntl),
-    // Its own memory, signals, time and exit.
-    SCMP_SYS(mmap),
-    SCMP_SYS(munmap),
-    SCMP_SYS(mremap),
-    SCMP_SYS(madvise),
-    SCMP_SYS(mprotect),
-    SCMP_SYS(brk),
-    SCMP_SYS(futex),
-    SCMP_SYS(rt_sigreturn),
-    SCMP_SYS(rt_sigprocmask),
-    SCMP_SYS(restart_syscall),
-    SCMP_SYS(clock_gettime),
+    // Beyond kHelperRuntimeSyscalls: c-ares reads the time and random query ids.
     SCMP_SYS(gettimeofday),
     SCMP_SYS(getrandom),
-    SCMP_SYS(getpid),
-    SCMP_SYS(gettid),
-    SCMP_SYS(exit),
-    SCMP_SYS(exit_group),
 };
 
 // Host ids netgate becomes when started as root.
@@ -148,6 +133,7 @@ absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action) {
   int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, default_action);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
   for (int nr : kNetgateSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
+  for (int nr : kHelperRuntimeSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
   // socket(): AF_INET/AF_INET6 streams and datagrams only (SOCK_NONBLOCK/SOCK_CLOEXEC
   // allowed), protocol 0/TCP/UDP; never raw, packet or netlink sockets.
   constexpr uint64_t kTypeMask = 0xf;

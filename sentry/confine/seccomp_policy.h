@@ -28,6 +28,20 @@ using ScmpFilter = std::unique_ptr<void, ScmpFilterDeleter>;
 absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS,
                                              bool allow_ptrace = true);
 
+// What any of our single-purpose helper processes (gofer, netgate) needs just to live:
+// its heap, locks, signal returns, time, its own ids, exit. Each adds its own job's
+// syscalls to these.
+inline constexpr int kHelperRuntimeSyscalls[] = {
+    SCMP_SYS(mmap),           SCMP_SYS(munmap),
+    SCMP_SYS(mremap),         SCMP_SYS(madvise),
+    SCMP_SYS(mprotect),       SCMP_SYS(brk),
+    SCMP_SYS(futex),          SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(rt_sigprocmask), SCMP_SYS(restart_syscall),
+    SCMP_SYS(clock_gettime),  SCMP_SYS(getpid),
+    SCMP_SYS(gettid),         SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+};
+
 // Compiles `filter` to classic BPF (seccomp_export_bpf through a memfd).
 absl::StatusOr<std::vector<sock_filter>> ExportBpf(const ScmpFilter& filter);
 
