@@ -9,14 +9,14 @@
 #                               `usentry run --platform P -- /bin/true` exits 0
 #   RUNSC_PLATFORMS="ptrace systrap"  runsc platforms to try (columns runsc-P)
 #   RUNNERS="native usentry-ptrace"   only these columns (default: all found)
-#   PARTS="micro workloads idle"      which groups of rows to measure
+#   PARTS="micro net workloads idle"  which groups of rows to measure
 #   REPS=10          runs per workload (median), after one checked warm-up run
-#   BENCH_ARGS=...   extra syscall_bench flags, e.g. --benchmark_min_time=0.05
+#   BENCH_ARGS=...   extra syscall_bench and net_bench flags, e.g. --benchmark_min_time=0.05
 #   IDLE_SECS=10     duration of the idle-CPU `sleep`
 #   FORKS=1000       iterations of the sh fork loop
 #   TIMEOUT=900      seconds before one command (or one workload's REPS) is killed
 #   IDLE_ACCOUNTING=rusage   use getrusage even when a cgroup can be made (see below)
-#   USENTRY, BENCH   paths of the usentry CLI and of syscall_bench
+#   USENTRY, BENCH, NET_BENCH   paths of the usentry CLI, syscall_bench and net_bench
 # A measurement, not a test: nothing here passes or fails on timing. A runner that
 # fails leaves its cells as "-" and says why in one line on stderr.
 set -uo pipefail
@@ -25,11 +25,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build-bench}
 usentry=${USENTRY:-$build/cli/usentry}
 bench=${BENCH:-$build/bench/syscall_bench}
+net_bench=${NET_BENCH:-$build/bench/net_bench}
 reps=${REPS:-10}
 idle_secs=${IDLE_SECS:-10}
 forks=${FORKS:-1000}
 limit=${TIMEOUT:-900}
-parts=" ${PARTS:-micro workloads idle} "
+parts=" ${PARTS:-micro net workloads idle} "
 read -r -a bench_args <<<"${BENCH_ARGS:-}"
 # Debian's interpreter and compiler, not whatever PATH finds first (pyenv shims).
 python=/usr/bin/python3
@@ -51,7 +52,12 @@ last_line() { awk 'NF { l = $0 } END { print substr(l, 1, 200) }' "$1" 2>/dev/nu
 
 tmp=$(mktemp -d /tmp/usentry-compare-XXXXXX)
 cgroup=""
+peer_pid="" # net_bench --serve, the host-side peer of the netgate rows
 cleanup() {
+  if [[ -n $peer_pid ]]; then
+    kill "$peer_pid" 2>/dev/null
+    wait "$peer_pid" 2>/dev/null
+  fi
   if [[ -n $cgroup ]]; then
     # Stragglers (processes a runner did not reap) may take a moment to die.
     for _ in 1 2 3 4 5; do rmdir "$cgroup" 2>/dev/null && break; sleep 0.2; done
@@ -62,25 +68,32 @@ trap cleanup EXIT
 
 if [[ -x $bench ]]; then
   bench_dir=$(cd "$(dirname "$bench")" && pwd)
-  bench_name=$(basename "$bench")
 else
   note "$bench not built; no microbenchmarks"
   parts=${parts/ micro / }
 fi
+if [[ -x $net_bench ]]; then
+  net_bench_dir=$(cd "$(dirname "$net_bench")" && pwd)
+elif [[ $parts == *" net "* ]]; then
+  note "$net_bench not built; no network rows"
+  parts=${parts/ net / }
+fi
 
 # --- runners ---
-# set_argv RUNNER MICRO CMD...: sets argv to CMD run by RUNNER. MICRO=1 adds what the
-# benchmark binary needs: usentry gets the build dir mounted at /bench, since the
-# build tree is not part of its default view (see bench_cmd).
+# set_argv RUNNER DIR CMD...: sets argv to CMD run by RUNNER. A non-empty DIR is what a
+# benchmark binary needs: usentry gets that build dir mounted at /bench, since the build
+# tree is not part of its default view (see in_runner). usentry runners also get the
+# flags in usentry_flags.
 argv=()
+usentry_flags=()
 set_argv() {
-  local r=$1 micro=$2
+  local r=$1 dir=$2
   shift 2
   case $r in
     native) argv=() ;;
     usentry-*)
-      argv=("$usentry" run --platform "${r#usentry-}")
-      if ((micro)); then argv+=(--mount "$bench_dir:/bench:ro"); fi
+      argv=("$usentry" run --platform "${r#usentry-}" "${usentry_flags[@]}")
+      if [[ -n $dir ]]; then argv+=(--mount "$dir:/bench:ro"); fi
       argv+=(--)
       ;;
     bwrap)
@@ -100,13 +113,14 @@ set_argv() {
   esac
   argv+=("$@")
 }
-# The microbenchmark binary's path as seen by RUNNER.
-bench_cmd() { if [[ $1 == usentry-* ]]; then echo "/bench/$bench_name"; else echo "$bench"; fi; }
+# in_runner RUNNER PATH: the benchmark binary PATH as seen by RUNNER (under usentry, in
+# its directory mounted at /bench by set_argv).
+in_runner() { if [[ $1 == usentry-* ]]; then echo "/bench/$(basename "$2")"; else echo "$2"; fi; }
 
 # probe RUNNER WHAT-THEN: does it run /bin/true? On failure prints the reason and what
 # happens to the column, and returns 1.
 probe() {
-  set_argv "$1" 0 /bin/true
+  set_argv "$1" "" /bin/true
   if timeout -k 5 120 "${argv[@]}" </dev/null >/dev/null 2>"$tmp/probe.err"; then
     return 0
   fi
@@ -157,31 +171,112 @@ fi
 ((${#runners[@]})) || { note "no runners"; exit 1; }
 note "runners: ${runners[*]}"
 
-# --- microbenchmarks: syscall_bench, median of 5 repetitions, in ns ---
-declare -A micro
+# --- Google Benchmark results (syscall_bench, net_bench): medians of 5 repetitions ---
+# ns[RUNNER,NAME] is the median real time in ns, mbs[RUNNER,NAME] the median MB/s of a
+# benchmark that counts bytes (bytes[NAME]=1). NAME is the benchmark's name without the
+# "/real_time" of UseRealTime(), plus a suffix telling variants apart.
+declare -A ns mbs bytes seen
+# read_medians CSV RUNNER SUFFIX LIST: fills ns and mbs from --benchmark_format=csv
+# output and appends each NAME not seen before to the array named LIST. A benchmark that
+# skipped with an error says so in one line on stderr (its cells stay "-").
+read_medians() {
+  local csv=$1 r=$2 suffix=$3 name _iters real _cpu unit bps _items _label err msg base f
+  local -n list=$4
+  local -A told=()
+  while IFS=, read -r name _iters real _cpu unit bps _items _label err msg; do
+    name=${name//\"/}
+    base=${name%_median}
+    base=${base%/real_time}$suffix
+    if [[ $err == true ]]; then
+      [[ -n ${told[$base]:-} ]] || note "$r: ${base#BM_}: ${msg//\"/}"
+      told[$base]=1
+    elif [[ $name == *_median && -n $real ]]; then
+      case $unit in ns) f=1 ;; us) f=1000 ;; ms) f=1000000 ;; s) f=1000000000 ;; *) f=1 ;; esac
+      ns[$r,$base]=$(awk -v t="$real" -v f="$f" 'BEGIN { printf "%.0f", t * f }')
+      if [[ -n $bps ]]; then
+        mbs[$r,$base]=$(awk -v b="$bps" 'BEGIN { printf "%.0f", b / 1e6 }')
+        bytes[$base]=1
+      fi
+    else
+      continue
+    fi
+    if [[ -z ${seen[$base]:-} ]]; then
+      seen[$base]=1
+      list+=("$base")
+    fi
+  done <"$csv"
+}
+# gbench RUNNER DIR BINARY TAG ARGS...: runs a Google Benchmark binary (in DIR) under
+# RUNNER with ARGS, 5 repetitions, CSV into $tmp/TAG-RUNNER.csv; a failing run says so.
+gbench() {
+  local r=$1 dir=$2 binary=$3 tag=$4
+  shift 4
+  set_argv "$r" "$dir" "$(in_runner "$r" "$binary")" "$@" --benchmark_format=csv \
+    --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${bench_args[@]}"
+  if ! timeout -k 10 "$limit" "${argv[@]}" </dev/null >"$tmp/$tag-$r.csv" 2>"$tmp/$tag-$r.err"; then
+    note "$r: $(basename "$binary") ($tag) failed, missing rows are '-': $(last_line "$tmp/$tag-$r.err")"
+  fi
+}
+
+# --- microbenchmarks: syscall_bench, in ns ---
 names=()
-declare -A seen
 if [[ $parts == *" micro "* ]]; then
   for r in "${runners[@]}"; do
     [[ -n ${dead[$r]:-} ]] && continue
-    out=$tmp/micro-$r.csv
-    set_argv "$r" 1 "$(bench_cmd "$r")" --benchmark_format=csv --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true "${bench_args[@]}"
-    if ! timeout -k 10 "$limit" "${argv[@]}" </dev/null >"$out" 2>"$tmp/micro-$r.err"; then
-      note "$r: syscall_bench failed, missing rows are '-': $(last_line "$tmp/micro-$r.err")"
-    fi
-    while IFS=, read -r name _iters real _cpu unit _rest; do
-      name=${name//\"/}
-      [[ $name == *_median && -n $real ]] || continue
-      base=${name%_median}
-      case $unit in ns) f=1 ;; us) f=1000 ;; ms) f=1000000 ;; s) f=1000000000 ;; *) f=1 ;; esac
-      micro[$r,$base]=$(awk -v t="$real" -v f="$f" 'BEGIN { printf "%.0f", t * f }')
-      if [[ -z ${seen[$base]:-} ]]; then
-        seen[$base]=1
-        names+=("$base")
-      fi
-    done <"$out"
+    gbench "$r" "$bench_dir" "$bench" micro
+    read_medians "$tmp/micro-$r.csv" "$r" "" names
   done
+fi
+
+# --- network: net_bench, in ns or MB/s ---
+# Loopback rows, every runner: the peer is a child of net_bench in the same sandbox.
+# Netgate rows (NAME " netgate"), usentry only: the peer is `net_bench --serve` on the
+# host's 127.0.0.1, started here natively; usentry runs the client with --allow-host-port
+# against host.usentry.internal, so every connection is dialed by netgate and its data
+# moves over the donated host socket; the native column runs the same client against
+# 127.0.0.1 directly. bwrap and runsc run without a network (--unshare-all,
+# --network=none), so their cells are n/a. No UDP row: --allow-host-port is TCP only.
+net_names=()
+# start_peer: starts the host-side peer and sets peer_port, or says why not.
+peer_port=""
+start_peer() {
+  : >"$tmp/peer.port"
+  "$net_bench" --serve=0 </dev/null >"$tmp/peer.port" 2>"$tmp/peer.err" &
+  peer_pid=$!
+  local i
+  for ((i = 0; i < 50; i++)); do
+    read -r peer_port <"$tmp/peer.port"
+    [[ -n $peer_port ]] && return 0
+    kill -0 "$peer_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  note "\`$(show "$net_bench" --serve=0)\` failed, no netgate rows: $(last_line "$tmp/peer.err")"
+  return 1
+}
+if [[ $parts == *" net "* ]]; then
+  for r in "${runners[@]}"; do
+    [[ -n ${dead[$r]:-} ]] && continue
+    gbench "$r" "$net_bench_dir" "$net_bench" net
+    read_medians "$tmp/net-$r.csv" "$r" "" net_names
+  done
+  if start_peer; then
+    for r in "${runners[@]}"; do
+      [[ -n ${dead[$r]:-} ]] && continue
+      case $r in
+        native) target=127.0.0.1:$peer_port ;;
+        usentry-*) target=host.usentry.internal:$peer_port ;;
+        *) continue ;;
+      esac
+      usentry_flags=(--allow-host-port "$peer_port")
+      gbench "$r" "$net_bench_dir" "$net_bench" netgate --target="$target" \
+        --benchmark_filter='^BM_Tcp'
+      usentry_flags=()
+      read_medians "$tmp/netgate-$r.csv" "$r" " netgate" net_names
+    done
+    kill "$peer_pid" 2>/dev/null
+    wait "$peer_pid" 2>/dev/null
+    peer_pid=""
+  fi
 fi
 
 # --- workloads: median wall time of $reps runs, in ms ---
@@ -242,7 +337,7 @@ if [[ $parts == *" workloads "* ]]; then
     [[ -n ${dead[$r]:-} ]] && continue
     for i in "${!wl_labels[@]}"; do
       wl_argv "$i" "$(scratch "$r")"
-      set_argv "$r" 0 "${cmd[@]}"
+      set_argv "$r" "" "${cmd[@]}"
       whole[$r,$i]=$(median_ms "$r" "${wl_labels[$i]}")
     done
   done
@@ -313,13 +408,16 @@ if [[ $parts == *" idle "* ]]; then
   fi
   for r in "${runners[@]}"; do
     [[ -n ${dead[$r]:-} ]] && continue
-    set_argv "$r" 0 /bin/sleep "$idle_secs"
+    set_argv "$r" "" /bin/sleep "$idle_secs"
     idle[$r]=$(idle_pct "$r")
   done
 fi
 
 # --- table ---
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'; }
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (a == "n/a") print "n/a"; else if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'
+}
 w=12
 others=()  # the ratio columns
 for r in "${runners[@]}"; do
@@ -327,12 +425,14 @@ for r in "${runners[@]}"; do
   [[ $r == native ]] || others+=("$r")
 done
 rw=$((w + 4))
+lw=24 # the label column, wider for long benchmark names ("BM_" off, " MB/s" on)
+for n in "${names[@]}" "${net_names[@]}"; do ((${#n} + 3 > lw)) && lw=$((${#n} + 3)); done
 # row LABEL ratio|none: prints one line from the values v[runner], with ratios to
 # native or "n/a" in the ratio columns.
 declare -A v
 row() {
   local r
-  printf '%-24s' "$1"
+  printf '%-*s' "$lw" "$1"
   for r in "${runners[@]}"; do printf " %${w}s" "${v[$r]:--}"; done
   for r in "${others[@]}"; do
     if [[ $2 == ratio ]]; then
@@ -343,14 +443,28 @@ row() {
   done
   printf '\n'
 }
-printf '%-24s' "benchmark (median)"
+printf '%-*s' "$lw" "benchmark (median)"
 for r in "${runners[@]}"; do printf " %${w}s" "$r"; done
 for r in "${others[@]}"; do printf " %${rw}s" "$r/nat"; done
 printf '\n'
 for n in "${names[@]}"; do
   v=()
-  for r in "${runners[@]}"; do v[$r]=${micro[$r,$n]:-}; done
+  for r in "${runners[@]}"; do v[$r]=${ns[$r,$n]:-}; done
   row "${n#BM_} ns" ratio
+done
+# Network rows; for MB/s the ratio is the fraction of native throughput.
+for n in "${net_names[@]}"; do
+  v=()
+  for r in "${runners[@]}"; do
+    if [[ $n == *" netgate" && $r != native && $r != usentry-* ]]; then
+      v[$r]=n/a
+    elif [[ -n ${bytes[$n]:-} ]]; then
+      v[$r]=${mbs[$r,$n]:-}
+    else
+      v[$r]=${ns[$r,$n]:-}
+    fi
+  done
+  if [[ -n ${bytes[$n]:-} ]]; then row "${n#BM_} MB/s" ratio; else row "${n#BM_} ns" ratio; fi
 done
 if [[ $parts == *" workloads "* ]]; then
   for i in "${!wl_labels[@]}"; do
