@@ -1,11 +1,10 @@
 // net_bench's peer (see net_peer.h): accept loop, echo, sink and UDP echo.
 #include "bench/net_peer.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -14,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "bench/net_addr.h"
 
 namespace usentry::bench {
 namespace {
@@ -96,21 +95,6 @@ void Dispatch(UniqueFd c) {
   }
 }
 
-std::string FormatAddr(const sockaddr_storage& ss) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (ss.ss_family == AF_INET) {
-    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
-    inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
-    port = ntohs(a.sin_port);
-    return absl::StrCat(host, ":", port);
-  }
-  const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
-  inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof(host));
-  port = ntohs(a.sin6_port);
-  return absl::StrCat("[", host, "]:", port);
-}
-
 absl::StatusOr<PeerSockets> TryBind(uint16_t port) {
   PeerSockets s;
   s.tcp.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -137,17 +121,6 @@ absl::StatusOr<PeerSockets> TryBind(uint16_t port) {
 }
 
 }  // namespace
-
-SockAddr Loopback4(uint16_t port) {
-  SockAddr a;
-  auto& in = reinterpret_cast<sockaddr_in&>(a.ss);
-  in.sin_family = AF_INET;
-  in.sin_port = htons(port);
-  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.len = sizeof(sockaddr_in);
-  a.text = FormatAddr(a.ss);
-  return a;
-}
 
 absl::StatusOr<PeerSockets> BindLoopbackPeer(uint16_t port) {
   if (port != 0) return TryBind(port);
@@ -203,37 +176,6 @@ absl::Status RecvAll(int fd, void* data, size_t len) {
     len -= n;
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<SockAddr> ResolveHostPort(const std::string& text) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "': expected HOST:PORT"));
-  }
-  std::string host = text.substr(0, colon);
-  const std::string port_text = text.substr(colon + 1);
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(port_text, &port) || port == 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "': expected a port 1-65535"));
-  }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res);
-  if (rc != 0) {
-    return absl::NotFoundError(absl::StrCat("getaddrinfo(", host, "): ", gai_strerror(rc)));
-  }
-  SockAddr a;
-  memcpy(&a.ss, res->ai_addr, res->ai_addrlen);
-  a.len = res->ai_addrlen;
-  freeaddrinfo(res);
-  a.text = FormatAddr(a.ss);
-  return a;
 }
 
 }  // namespace usentry::bench

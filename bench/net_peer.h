@@ -4,11 +4,8 @@
 #ifndef USENTRY_BENCH_NET_PEER_H_
 #define USENTRY_BENCH_NET_PEER_H_
 
-#include <sys/socket.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,13 +20,6 @@ inline constexpr char kModeEcho = 'e';    // every later byte is sent back
 // the number of bytes it read (uint64_t, host order: both ends are on this machine) and
 // closes.
 inline constexpr char kModeSink = 's';
-
-// A socket address and how to print it.
-struct SockAddr {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  std::string text;  // "127.0.0.1:5000", "[::1]:5000"
-};
 
 // The peer's sockets: a listening TCP socket and a UDP socket bound to the same port.
 struct PeerSockets {
@@ -53,12 +43,6 @@ absl::Status Serve(PeerSockets socks, int lifeline);
 // with an error naming EOF if the peer closes first.
 absl::Status SendAll(int fd, const void* data, size_t len);
 absl::Status RecvAll(int fd, void* data, size_t len);
-
-// "HOST:PORT" or "[V6]:PORT" resolved for TCP (the first address getaddrinfo gives).
-absl::StatusOr<SockAddr> ResolveHostPort(const std::string& text);
-
-// 127.0.0.1:port.
-SockAddr Loopback4(uint16_t port);
 
 }  // namespace usentry::bench
 
