@@ -53,6 +53,9 @@ sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
   config.syscall_patching = options.syscall_patching;
   config.uid = p.identity.uid;
   config.gid = p.identity.gid;
+  config.home = HomeOf(p.identity);
+  config.host_uid = geteuid();  // the gofer's, which opens the mounted files
+  config.host_gid = getegid();
   config.tmpfs_limit_bytes = p.limits.disk_bytes == 0 ? UINT64_MAX : p.limits.disk_bytes;
   config.net = p.net;
   config.limits = p.limits;

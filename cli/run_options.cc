@@ -215,7 +215,7 @@ absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std:
   for (const std::string& name : run.policy.pass_env) {
     if (const char* v = getenv(name.c_str())) extra.push_back(absl::StrCat(name, "=", v));
   }
-  ASSIGN_OR_RETURN(run.env, BuildEnvironment(extra, term));
+  ASSIGN_OR_RETURN(run.env, BuildEnvironment(extra, term, HomeOf(run.policy.identity)));
   run.strace = raw.strace;
   run.report_unsupported = raw.report_unsupported;
   run.syscall_patching = !raw.no_syscall_patching;
@@ -229,10 +229,14 @@ absl::StatusOr<RunOptions> ToRunOptions(const RawRunFlags& raw, std::vector<std:
 
 }  // namespace
 
+std::string HomeOf(const policy::Identity& id) {
+  return id.uid == 0 ? kDefaultHome : kDefaultUserHome;
+}
+
 absl::StatusOr<std::vector<std::string>> BuildEnvironment(const std::vector<std::string>& extra,
-                                                          const char* term) {
-  std::vector<std::string> env = {absl::StrCat("PATH=", kDefaultPath),
-                                  absl::StrCat("HOME=", kDefaultHome),
+                                                          const char* term,
+                                                          const std::string& home) {
+  std::vector<std::string> env = {absl::StrCat("PATH=", kDefaultPath), absl::StrCat("HOME=", home),
                                   absl::StrCat("LANG=", kDefaultLang)};
   if (term != nullptr) env.push_back(absl::StrCat("TERM=", term));
   for (const std::string& kv : extra) {
@@ -268,7 +272,9 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
       ->type_name("K=V");
   run->add_option("--pass-env", raw.pass_env, "Copy NAME from the caller's environment, if set")
       ->type_name("NAME");
-  run->add_option("--user", raw.user, "Identity of the program inside (default 0:0)")
+  run->add_option("--user", raw.user,
+                  "Identity of the program inside (default 1000:1000, an ordinary user; 0 for "
+                  "root inside)")
       ->type_name("UID[:GID]");
   run->add_option("--memory", raw.memory, "App memory limit, e.g. 512MiB (default 2GiB; none)")
       ->type_name("SIZE");

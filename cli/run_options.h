@@ -16,7 +16,8 @@ namespace usentry::cli {
 // The environment every sandboxed program starts from (plus TERM if set, plus --env).
 inline constexpr char kDefaultPath[] =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-inline constexpr char kDefaultHome[] = "/root";
+inline constexpr char kDefaultHome[] = "/root";           // root's (--user 0)
+inline constexpr char kDefaultUserHome[] = "/home/user";  // everyone else's, made for the run
 inline constexpr char kDefaultLang[] = "C.UTF-8";
 inline constexpr char kDefaultWorkdir[] = "/workspace";
 
@@ -47,10 +48,13 @@ struct Command {
 // message is the one-line reason (without the "usentry: " prefix); exit code 125.
 absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, const char* term);
 
-// PATH, HOME, LANG, TERM (only if `term` is set), then each "K=V" of `extra`, a later
-// value replacing an earlier one of the same name. Nothing else of the host.
+// PATH, HOME (`home`), LANG, TERM (only if `term` is set), then each "K=V" of `extra`,
+// a later value replacing an earlier one of the same name. Nothing else of the host.
 absl::StatusOr<std::vector<std::string>> BuildEnvironment(const std::vector<std::string>& extra,
-                                                          const char* term);
+                                                          const char* term,
+                                                          const std::string& home = kDefaultHome);
+// The home directory of an identity: /root for uid 0, kDefaultUserHome otherwise.
+std::string HomeOf(const policy::Identity& id);
 
 }  // namespace usentry::cli
 

@@ -46,7 +46,13 @@ TEST(ParseCommandLineTest, RunWithDashDash) {
   EXPECT_FALSE(c->run.policy.rootfs.has_value());
   EXPECT_THAT(c->run.env,
               ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                          "HOME=/root", "LANG=C.UTF-8"));
+                          "HOME=/home/user", "LANG=C.UTF-8"));
+  // An ordinary user inside by default, root only when asked.
+  EXPECT_EQ(c->run.policy.identity.uid, 1000u);
+  EXPECT_EQ(c->run.policy.identity.gid, 1000u);
+  c = Parse({"run", "--user", "0", "--", "true"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->run.env, ::testing::Contains("HOME=/root"));
 }
 
 TEST(ParseCommandLineTest, ProgramArgumentsThatLookLikeFlagsOrSubcommands) {
@@ -101,8 +107,8 @@ TEST(ParseCommandLineTest, AllRunFlags) {
   EXPECT_EQ(c->run.policy.workdir, "/data");
   EXPECT_TRUE(c->run.strace);
   EXPECT_TRUE(c->run.report_unsupported);
-  EXPECT_THAT(c->run.env, ElementsAre(::testing::StartsWith("PATH="), "HOME=/root", "LANG=C.UTF-8",
-                                      "TERM=xterm-256color", "A=1", "B=x=y"));
+  EXPECT_THAT(c->run.env, ElementsAre(::testing::StartsWith("PATH="), "HOME=/home/user",
+                                      "LANG=C.UTF-8", "TERM=xterm-256color", "A=1", "B=x=y"));
 }
 
 TEST(ParseCommandLineTest, Refusals) {

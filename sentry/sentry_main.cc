@@ -316,6 +316,11 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   vcfg.memory_file = host.memory_file.get();
   vcfg.on_disk_full = ReportDiskFull;
   vcfg.files = net::SandboxNetworkFiles(cfg.hostname, !cfg.net.host_ports.empty());
+  vcfg.app_uid = cfg.uid;
+  vcfg.app_gid = cfg.gid;
+  vcfg.home = cfg.home;
+  vcfg.host_uid = cfg.host_uid;
+  vcfg.host_gid = cfg.host_gid;
   auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg);
   if (!vfs.ok()) return fail("filesystem", vfs.status());
 

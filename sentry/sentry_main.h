@@ -34,6 +34,11 @@ struct SentryConfig {
   std::string hostname = "usentry";
   uint32_t uid = 0;  // emulated identity of the first task
   uint32_t gid = 0;
+  std::string home;  // its HOME: made for it when the view lacks it
+  // The host identity the gofer opens files with (the caller's): owners of --mount trees
+  // are shown swapped with the program's (sentry/fsimpl/gofer_fs.h, OwnerSwap).
+  uint32_t host_uid = 0;
+  uint32_t host_gid = 0;
   int gofer_fd = -1;  // the sentry's end of the gofer socketpair
   // The sentry's end of the netgate socketpair; -1 when the policy allows no egress.
   int netgate_fd = -1;

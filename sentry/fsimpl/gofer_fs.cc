@@ -13,8 +13,13 @@ namespace usentry::sentry::fsimpl {
 using vfs::Attr;
 using vfs::Inode;
 
-GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive)
-    : vfs::Filesystem("9p"), client_(client), tree_(std::move(tree)), exclusive_(exclusive) {}
+GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive,
+                                 OwnerSwap owners)
+    : vfs::Filesystem("9p"),
+      client_(client),
+      tree_(std::move(tree)),
+      exclusive_(exclusive),
+      owners_(owners) {}
 
 SysResult<std::pair<std::shared_ptr<Inode>, bool>> GoferFilesystem::Attach() {
   ASSIGN_OR_RETURN_ERRNO(auto attached, client_->Attach(tree_));
@@ -43,8 +48,8 @@ Attr GoferInode::ToAttr(const gofer::Attr& a) const {
   out.ino = a.ino;
   out.mode = a.mode;
   out.nlink = a.nlink;
-  out.uid = a.uid;
-  out.gid = a.gid;
+  out.uid = fs_->owners().Uid(a.uid);
+  out.gid = fs_->owners().Gid(a.gid);
   out.rdev = a.rdev;
   out.size = a.size;
   out.blocks = a.blocks;
@@ -71,8 +76,8 @@ SysStatus GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
   g.mask = req.mask & (gofer::kSetMode | gofer::kSetUid | gofer::kSetGid | gofer::kSetSize |
                        gofer::kSetAtime | gofer::kSetMtime);
   g.mode = req.mode;
-  g.uid = req.uid;
-  g.gid = req.gid;
+  g.uid = fs_->owners().Uid(req.uid);
+  g.gid = fs_->owners().Gid(req.gid);
   g.size = req.size;
   g.atime = req.atime;
   g.mtime = req.mtime;
@@ -103,8 +108,8 @@ SysResult<std::shared_ptr<vfs::FileDescription>> GoferInode::Open(const vfs::Pat
     fd = std::make_shared<UniqueFd>(std::move(opened));
     if (cacheable) read_fd_ = fd;
   }
-  return std::shared_ptr<vfs::FileDescription>(
-      std::make_shared<GoferFileDescription>(path, flags, std::move(fd), fs_->dev()));
+  return std::shared_ptr<vfs::FileDescription>(std::make_shared<GoferFileDescription>(
+      path, flags, std::move(fd), fs_->dev(), fs_->owners()));
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Wrap(gofer::Node node) {
@@ -194,8 +199,8 @@ SysResult<std::string> GoferInode::Readlink() {
 // --- GoferFileDescription ---
 
 GoferFileDescription::GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd,
-                                           uint64_t dev)
-    : FileDescription(std::move(path), flags), fd_(std::move(fd)), dev_(dev) {}
+                                           uint64_t dev, OwnerSwap owners)
+    : FileDescription(std::move(path), flags), fd_(std::move(fd)), dev_(dev), owners_(owners) {}
 
 SysResult<int64_t> GoferFileDescription::HostSize() {
   struct stat st;
@@ -265,8 +270,8 @@ SysResult<Attr> GoferFileDescription::Stat() {
   a.ino = st.st_ino;
   a.mode = st.st_mode;
   a.nlink = st.st_nlink;
-  a.uid = st.st_uid;
-  a.gid = st.st_gid;
+  a.uid = owners_.Uid(st.st_uid);
+  a.gid = owners_.Gid(st.st_gid);
   a.rdev = st.st_rdev;
   a.size = st.st_size;
   a.blocks = st.st_blocks;

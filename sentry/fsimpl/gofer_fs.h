@@ -3,7 +3,10 @@
 // at open (the sentry never opens host paths). Used for --mount trees and as the lower
 // layer of the root overlay.
 //
-// Ownership and modes are the host's, passed through unchanged. Directory attributes are
+// Modes are the host's. Owners are too, except that a --mount tree may swap one host
+// uid/gid pair with the program's (OwnerSwap): the caller's own files are the program's
+// own inside, as in a rootless container, and the program's files are the caller's on
+// the host. The root view never swaps (/etc stays root's). Directory attributes are
 // cached (they are read on every path step); other objects are re-read on Stat(). Each
 // cached answer saves a gofer round trip (python3 start-up made ~250 of them):
 // - symlink targets are always cached: a gofer handle names one inode, and a symlink's
@@ -30,11 +33,28 @@
 
 namespace usentry::sentry::fsimpl {
 
+// Exchanges host_uid with app_uid and host_gid with app_gid, in both directions (it is
+// its own inverse, so no two host owners ever look the same inside). Identity when the
+// pairs are equal.
+struct OwnerSwap {
+  uint32_t host_uid = 0, host_gid = 0;
+  uint32_t app_uid = 0, app_gid = 0;
+  uint32_t Uid(uint32_t uid) const {
+    return uid == host_uid ? app_uid : uid == app_uid ? host_uid : uid;
+  }
+  uint32_t Gid(uint32_t gid) const {
+    return gid == host_gid ? app_gid : gid == app_gid ? host_gid : gid;
+  }
+};
+
 class GoferFilesystem : public vfs::Filesystem {
  public:
   // `client` must outlive the filesystem and every inode of it.
   // `exclusive`: the sandbox is the only user of the tree (see above).
-  GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive = false);
+  // `owners`: how host owners appear inside (and back), see OwnerSwap.
+  GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive = false,
+                  OwnerSwap owners = {});
+  const OwnerSwap& owners() const { return owners_; }
   // Attaches to the tree: the root inode, and whether the gofer serves it read-only.
   SysResult<std::pair<std::shared_ptr<vfs::Inode>, bool>> Attach();
   SysResult<struct statfs> StatFs() override;
@@ -48,6 +68,7 @@ class GoferFilesystem : public vfs::Filesystem {
   gofer::Client* client_;
   std::string tree_;
   bool exclusive_;
+  OwnerSwap owners_;
   bool read_only_ = false;
 };
 
@@ -98,7 +119,8 @@ class GoferInode : public vfs::Inode {
 class GoferFileDescription : public vfs::FileDescription {
  public:
   // `fd` may be shared with other descriptions of the same file (read-only trees).
-  GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd, uint64_t dev);
+  GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd, uint64_t dev,
+                       OwnerSwap owners);
   SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
   SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   SysResult<int64_t> Seek(int64_t offset, int whence) override;
@@ -112,6 +134,7 @@ class GoferFileDescription : public vfs::FileDescription {
   SysResult<int64_t> HostSize();
   std::shared_ptr<UniqueFd> fd_;  // shared with mmap fillers
   uint64_t dev_;
+  OwnerSwap owners_;
 };
 
 }  // namespace usentry::sentry::fsimpl

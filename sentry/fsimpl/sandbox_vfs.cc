@@ -55,6 +55,26 @@ absl::Status WriteFile(vfs::Vfs& v, const std::string& path, const std::string& 
   return absl::OkStatus();
 }
 
+// mkdir -p of a directory for the program: if the view lacks it, the sandbox makes it
+// and gives it to the program (an ordinary user must be able to work in its workdir and
+// home); one that exists (a host directory, a --mount) keeps its owner.
+absl::Status MakeAppDir(vfs::Vfs& v, const std::string& path, uint32_t uid, uint32_t gid) {
+  static const Credentials kRoot;
+  vfs::ResolveContext ctx{&kRoot, v.root(), v.root(), 0};
+  if (v.Resolve(ctx, path, true).ok()) return absl::OkStatus();
+  if (absl::Status st = MkdirAll(v, path, 0755); !st.ok()) return st;
+  if (uid == 0 && gid == 0) return absl::OkStatus();
+  auto p = v.Resolve(ctx, path, true);
+  if (!p.ok()) return ErrnoError(absl::StrCat("resolve(", path, ")"), p.error());
+  vfs::SetAttrRequest req;
+  req.mask = vfs::kSetUid | vfs::kSetGid;
+  req.uid = uid;
+  req.gid = gid;
+  SysStatus st = v.SetAttr(ctx, *p, req);
+  if (!st.ok()) return ErrnoError(absl::StrCat("chown(", path, ")"), st.error());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
@@ -89,7 +109,8 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
   }
 
   for (const MountSpec& spec : cfg.mounts) {
-    auto fs = std::make_shared<GoferFilesystem>(&gofer, spec.tree);
+    const OwnerSwap owners{cfg.host_uid, cfg.host_gid, cfg.app_uid, cfg.app_gid};
+    auto fs = std::make_shared<GoferFilesystem>(&gofer, spec.tree, /*exclusive=*/false, owners);
     auto root = fs->Attach();
     if (!root.ok())
       return ErrnoError(absl::StrCat("gofer Attach(\"", spec.tree, "\")"), root.error());
@@ -102,8 +123,9 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
     auto mounted = v->MountAt(spec.target, fs, root->first, flags);
     if (!mounted.ok()) return ErrnoError(absl::StrCat("mount(", spec.target, ")"), mounted.error());
   }
-  if (!cfg.workdir.empty()) {
-    if (absl::Status st = MkdirAll(*v, cfg.workdir, 0755); !st.ok()) return st;
+  for (const std::string& dir : {cfg.workdir, cfg.home}) {
+    if (dir.empty()) continue;
+    if (absl::Status st = MakeAppDir(*v, dir, cfg.app_uid, cfg.app_gid); !st.ok()) return st;
   }
   return v;
 }

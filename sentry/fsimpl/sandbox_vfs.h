@@ -30,6 +30,15 @@ struct VfsConfig {
   std::function<void(uint64_t limit, uint64_t wanted)> on_disk_full;
   // Files the sandbox brings along: {absolute path, content}, mode 0644, root-owned.
   std::vector<std::pair<std::string, std::string>> files;
+  // The program's identity and home: the workdir and home, when the sandbox makes them
+  // (they do not exist in the view), are made for it: owned by it, mode 0755.
+  uint32_t app_uid = 0;
+  uint32_t app_gid = 0;
+  std::string home;
+  // The gofer's host identity (the caller's): in --mount trees its files appear as the
+  // program's and the program's as its (OwnerSwap in gofer_fs.h).
+  uint32_t host_uid = 0;
+  uint32_t host_gid = 0;
 };
 
 // `gofer` must outlive the returned Vfs (the gofer fs keeps a pointer to it).

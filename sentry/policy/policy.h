@@ -55,9 +55,13 @@ struct AuditSettings {
   bool explain = false;  // one line per denial on stderr, that a model can act on
 };
 
+// Who the program is inside (emulated credentials; never a host identity). An ordinary
+// user by default: root inside must be asked for (--user 0).
+inline constexpr uint32_t kDefaultUid = 1000;
+inline constexpr uint32_t kDefaultGid = 1000;
 struct Identity {
-  uint32_t uid = 0;
-  uint32_t gid = 0;
+  uint32_t uid = kDefaultUid;
+  uint32_t gid = kDefaultGid;
 };
 
 struct Policy {

@@ -77,7 +77,7 @@ def main():
         row = [module, len(native), len(passing), f"{native_secs:.1f}s"]
         for platform in platforms:
             out, err, code, secs = run(
-                [args.usentry, "run", "--platform", platform, "--workdir", "/tmp",
+                [args.usentry, "run", "--platform", platform, "--user", "0", "--workdir", "/tmp",
                  "--mount", f"{HERE}:/cpython:ro", "--",
                  "/usr/bin/python3", "/cpython/run_module.py", module], args.timeout)
             cases, details = parse(out)

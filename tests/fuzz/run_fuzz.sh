@@ -48,7 +48,7 @@ start=$SECONDS
 for seed in $(expand_seeds "$seeds"); do
   out=$logdir/out.$seed err=$logdir/err.$seed
   t0=$SECONDS
-  (cd / && timeout -k 10 "$timeout" "${env[@]}" "$usentry" run --platform "$platform" \
+  (cd / && timeout -k 10 "$timeout" "${env[@]}" "$usentry" run --platform "$platform" --user 0 \
     --mount "$fuzzdir:/fuzz:ro" -- /fuzz/$(basename "$fuzz") --seed "$seed" \
     --iterations "$iterations" --batch "$batch" --canary "$canary" "${extra[@]}") >"$out" \
     2>"$err"

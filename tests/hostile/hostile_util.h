@@ -67,8 +67,11 @@ std::vector<std::string> ListHostDir(const std::string& dir);
 //   <host>/secret/file         also the marker content (the name the race opens)
 // and a watch on <host> and <host>/secret. TearDown asserts the marker files are
 // unchanged and that neither directory saw an event.
+// Attacks run as root inside (the strongest program the sandbox can hold) unless a
+// case names a user.
 class HostileTest : public SandboxTest {
  protected:
+  HostileTest() { root_inside_ = true; }
   void SetUp() override;
   void TearDown() override;
 

@@ -130,7 +130,9 @@ TEST_P(AuditTest, WriteToReadOnlyMountIsDeniedAndExplained) {
   TempDir host;
   WriteHostFile(host.path() + "/existing", "old\n");
   RunResult r = RunAudited({kBusybox, "sh", "-c", "echo x > /data/existing; echo y > /data/new"},
-                           {"--mount", host.path() + ":/data:ro", "--explain"});
+                           // Root inside: the host dir is root's 0700, and the point
+                           // is the mount's read-only rule, not its permission bits.
+                           {"--user", "0", "--mount", host.path() + ":/data:ro", "--explain"});
   EXPECT_NE(r.exit_code, 0) << r.Describe();
   EXPECT_THAT(r.err, HasSubstr("usentry: write /data/existing denied: read-only mount /data "
                                "(policy: mounts)\n"))

@@ -25,7 +25,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class IsolationTest : public SandboxTest {};
+// Isolation is checked with the strongest program the sandbox can hold: root inside.
+class IsolationTest : public SandboxTest {
+ protected:
+  IsolationTest() { root_inside_ = true; }
+};
 
 std::string UniqueName(const std::string& prefix) {
   return absl::StrCat(prefix, getpid(), "-", ::testing::UnitTest::GetInstance()->random_seed(), "-",

@@ -1,5 +1,6 @@
 // The run's policy as a user meets it: a TOML file and flags over it, the exec
 // allowlist, --timeout, --user, and the errors for bad input.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -52,7 +53,9 @@ TEST_P(PolicyTest, ExecAllowlistNeverRunsAFileWrittenInTheSandbox) {
                            "  print('ran')\n"
                            "except PermissionError:\n"
                            "  print('refused')\n"},
-                          {"--allow-exec", "/usr/bin/python3", "--explain"});
+                          // Root inside, who may overwrite /usr/bin in the overlay: the
+                          // allowlist still refuses what was written there.
+                          {"--user", "0", "--allow-exec", "/usr/bin/python3", "--explain"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_EQ(r.out, "7\nrefused\n");
   EXPECT_THAT(r.err, HasSubstr("the file was written in the sandbox (policy: exec.allow)"));
@@ -128,6 +131,60 @@ TEST_P(PolicyTest, UserFlagMakesAnOrdinaryUserInside) {
   EXPECT_THAT(r.err, HasSubstr("Permission denied"));
 }
 
+// Without --user the program is an ordinary user: its workdir and home are its own and
+// writable, the system's files are not, root's home is closed, and the refusal says
+// which policy key decides it. The identity is in the policy the audit records.
+TEST_P(PolicyTest, TheDefaultIdentityIsAnOrdinaryUserWithItsOwnWorkdirAndHome) {
+  TempDir dir;
+  std::string audit = dir.path() + "/audit.jsonl";
+  RunResult r = Sandboxed(
+      {"/bin/sh", "-c",
+       "id -u; id -g; echo $HOME; pwd; echo a > a && echo workdir-ok; "
+       "echo b > $HOME/b && echo home-ok; echo x > /etc/usentry-x; echo etc-rc=$?; "
+       "ls /root >/dev/null 2>&1; echo root-home-rc=$?; stat -c '%u:%g %a' /workspace $HOME"},
+      {"--audit", audit, "--explain"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out,
+            "1000\n1000\n/home/user\n/workspace\nworkdir-ok\nhome-ok\netc-rc=2\nroot-home-rc=2\n"
+            "1000:1000 755\n1000:1000 755\n")
+      << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("usentry: create /etc/usentry-x denied: permission denied for uid "
+                               "1000 (policy: identity)"))
+      << r.Describe();
+  std::vector<nlohmann::json> records = ReadAuditRecords(audit);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0]["policy"]["identity"], (nlohmann::json{{"gid", 1000}, {"uid", 1000}}));
+  // Root inside only when asked.
+  RunResult root = Sandboxed({"/bin/sh", "-c", "id -u; echo $HOME"}, {"--user", "0"});
+  EXPECT_EQ(root.out, "0\n/root\n") << root.Describe();
+}
+
+// A read-write mount of the caller's own directory is the program's own inside (as in a
+// rootless container): it may write there, and what it writes is the caller's on the
+// host. A file of another host owner stays foreign: not writable, its owner unchanged.
+TEST_P(PolicyTest, TheCallersMountedFilesAreTheProgramsOwn) {
+  TempDir host;
+  const std::string foreign = host.path() + "/foreign";
+  WriteHostFile(foreign, "not yours\n");
+  ASSERT_EQ(chmod(foreign.c_str(), 0644), 0);
+  const bool root = geteuid() == 0;
+  if (root) ASSERT_EQ(chown(foreign.c_str(), 4242, 4242), 0);
+  RunResult r = Sandboxed({"/bin/sh", "-c",
+                           "stat -c '%u:%g' /out; echo new > /out/new && echo wrote; "
+                           "stat -c '%u:%g' /out/new; stat -c '%u' /out/foreign; "
+                           "echo x >> /out/foreign; echo foreign-rc=$?"},
+                          {"--mount", host.path() + ":/out:rw"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  std::string expected = "1000:1000\nwrote\n1000:1000\n";
+  if (root) expected += "4242\nforeign-rc=2\n";
+  EXPECT_THAT(r.out, ::testing::StartsWith(expected)) << r.Describe();
+  struct stat st;
+  ASSERT_EQ(stat((host.path() + "/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());  // the caller's on the host
+  EXPECT_EQ(ReadHostFile(host.path() + "/new"), "new\n");
+  EXPECT_EQ(ReadHostFile(foreign), "not yours\n");
+}
+
 // The audit stream is opened by the CLI; the sandbox cannot see it or its directory.
 TEST_P(PolicyTest, AppCannotReachTheAuditFile) {
   TempDir dir;
@@ -165,7 +222,7 @@ TEST_P(PolicyTest, AnOrdinaryUserGetsEveryLayer) {
               "--",
               "/bin/sh",
               "-c",
-              "id -u; echo ok"};
+              "id -u; echo ok"};  // the default identity: an ordinary user
   req.env = SandboxDefaultEnv();
   req.cwd = "/tmp";
   RunResult probe = RunProcess({{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
@@ -177,7 +234,7 @@ TEST_P(PolicyTest, AnOrdinaryUserGetsEveryLayer) {
   if (probe.exit_code != 0) GTEST_SKIP() << "usentry is not reachable by nobody here";
   RunResult r = RunProcess(req);
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_EQ(r.out, "0\nok\n");
+  EXPECT_EQ(r.out, "1000\nok\n");
   EXPECT_THAT(r.err, Not(HasSubstr("warning")));
   std::vector<nlohmann::json> starts = RecordsOfEvent(ReadAuditRecords(audit), "run_start");
   ASSERT_EQ(starts.size(), 1u);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -174,6 +175,9 @@ RunResult SandboxTest::Sandboxed(const std::vector<std::string>& argv,
                                  const std::string& stdin_data) {
   RunRequest req;
   req.argv = {USENTRY_BIN, "run", "--platform", GetParam()};
+  if (root_inside_ && std::find(flags.begin(), flags.end(), "--user") == flags.end()) {
+    req.argv.insert(req.argv.end(), {"--user", "0"});
+  }
   req.argv.insert(req.argv.end(), flags.begin(), flags.end());
   req.argv.push_back("--");
   req.argv.insert(req.argv.end(), argv.begin(), argv.end());
@@ -223,7 +227,11 @@ void SandboxTest::ExpectSameAsNative(std::vector<std::string> argv,
   }
   RunResult native = Native(native_argv);
   ASSERT_FALSE(native.timed_out) << native.Describe();
-  RunResult sandboxed = Sandboxed(sandbox_argv, flags);
+  std::vector<std::string> as_native = flags;
+  if (std::find(flags.begin(), flags.end(), "--user") == flags.end()) {
+    as_native.insert(as_native.begin(), {"--user", "0"});
+  }
+  RunResult sandboxed = Sandboxed(sandbox_argv, as_native);
   EXPECT_EQ(sandboxed.out, native.out)
       << "sandboxed: " << sandboxed.Describe() << "\nnative: " << native.Describe();
   EXPECT_EQ(sandboxed.exit_code, native.exit_code) << sandboxed.Describe();

@@ -86,9 +86,17 @@ class SandboxTest : public ::testing::TestWithParam<std::string> {
                     const std::vector<std::string>& host_env = {});
   // Runs `argv` natively and sandboxed and expects the same stdout and exit status.
   // An "@DIR@" argument is replaced by a scratch directory: under a fresh host temp dir
-  // natively, /tmp/scratch inside the sandbox (which has its own /tmp).
+  // natively, /tmp/scratch inside the sandbox (which has its own /tmp). The sandboxed
+  // run is root inside (`--user 0`), as the native run (the suite runs as root): like is
+  // compared with like.
   void ExpectSameAsNative(std::vector<std::string> argv,
                           const std::vector<std::string>& flags = {});
+
+  // Fixtures whose programs act as root inside (attacks and isolation checks: the
+  // strongest program the sandbox can hold) set this; Sandboxed() then adds
+  // `--user 0` unless the flags name a user themselves. Default: the sandbox's own
+  // default identity, an ordinary user.
+  bool root_inside_ = false;
 };
 
 }  // namespace usentry::testing

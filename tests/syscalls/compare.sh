@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare.sh USENTRY PLATFORM BINDIR PROGRAM: runs one tests/syscalls program natively
-# and under `usentry run --platform PLATFORM`, both with the sandbox's default
-# environment, and compares the outcome of every case. Fails when a case fails
+# and under `usentry run --platform PLATFORM --user 0` (root inside, as the native run
+# is root), both with the sandbox's default environment, and compares the outcome of every case. Fails when a case fails
 # natively (the case is wrong), or passes natively but not in the sandbox. Prints the
 # case counts and the sandbox's output of any case that differs.
 set -uo pipefail
@@ -16,7 +16,7 @@ outcomes() {
 
 native_out=$(cd / && timeout 120 "${env[@]}" "$bindir/$program" 2>&1)
 native_rc=$?
-sandbox_out=$(cd / && timeout 240 "${env[@]}" "$usentry" run --platform "$platform" \
+sandbox_out=$(cd / && timeout 240 "${env[@]}" "$usentry" run --platform "$platform" --user 0 \
   --mount "$bindir:/syscalls:ro" -- "/syscalls/$program" 2>&1)
 sandbox_rc=$?
 
