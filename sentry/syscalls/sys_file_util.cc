@@ -48,16 +48,26 @@ SysResult<Target> ResolveTarget(Task& task, int dirfd, mm::GuestAddr path_addr, 
     return t;
   }
   ASSIGN_OR_RETURN_ERRNO(vfs::ResolveContext ctx, vfs::ContextAt(task, dirfd, path));
+  vfs::Vfs& v = task.kernel().vfs();
+  // A masked secret is as absent to stat/access/readlink as to open; the denial is
+  // recorded the same way (reason "masked secret", op "stat").
+  auto absent = [&](int err) -> SysResult<Target> {
+    if (err == ENOENT) v.NoteAbsent(ctx, "stat", path);
+    return Errno{err};
+  };
   Target t;
   if (follow) {
     // stat("/proc/self/fd/N") or stat("/dev/stdin") of a pipe names an anonymous file.
-    ASSIGN_OR_RETURN_ERRNO(vfs::Vfs::Final fin, task.kernel().vfs().ResolveFinal(ctx, path));
-    if (fin.file) {
-      t.file = fin.file;
+    SysResult<vfs::Vfs::Final> fin = v.ResolveFinal(ctx, path);
+    if (!fin.ok()) return absent(fin.error());
+    if (fin->file) {
+      t.file = fin->file;
       return t;
     }
   }
-  ASSIGN_OR_RETURN_ERRNO(t.path, task.kernel().vfs().Resolve(ctx, path, follow));
+  SysResult<vfs::Path> p = v.Resolve(ctx, path, follow);
+  if (!p.ok()) return absent(p.error());
+  t.path = std::move(p).value();
   return t;
 }
 

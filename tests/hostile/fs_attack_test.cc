@@ -329,7 +329,7 @@ TEST_P(FsAttackTest, MaskedSecretsAreAbsent) {
   // The app saw ENOENT; the audit (and --explain) say why.
   EXPECT_THAT(DeniedOps(ReadAuditRecords(audit)),
               ::testing::IsSupersetOf({"read /etc/shadow", "read /etc/gshadow", "read /etc/shadow-",
-                                       "read /etc/gshadow-"}))
+                                       "read /etc/gshadow-", "stat /etc/shadow"}))
       << ReadHostFile(audit);
   EXPECT_THAT(r.err,
               HasSubstr("usentry: read /etc/shadow denied: masked secret (policy: mounts)\n"))
