@@ -79,7 +79,12 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
   Inode* di = dir.inode();
   if (!di->IsDir()) return Errno{ENOTDIR};
   ASSIGN_OR_RETURN_ERRNO(Attr da, di->Stat());
-  RETURN_IF_ERRNO(CheckPermission(*ctx.creds, da, kMayExec));
+  if (SysStatus st = CheckPermission(*ctx.creds, da, kMayExec); !st.ok()) {
+    // Walking through a directory the identity may not search: the same denial as
+    // opening it would be (op "search", the directory's path).
+    if (ctx.observer && Audited(dir)) NoteDenied(ctx, "search", dir, "", st.error());
+    return Errno{st.error()};
+  }
   if (name.empty() || name == ".") return dir;
   if (name == "..") {
     Path cur = dir;

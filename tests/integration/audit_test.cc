@@ -1,5 +1,6 @@
 // The audit stream (--audit, docs/audit.md) and --explain, end to end: real programs run
 // in the sandbox and the test reads the JSONL file the run wrote on the host.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -191,6 +192,29 @@ TEST_P(AuditTest, InternetSocketsWithoutNetworkAndRawSocketsDenied) {
   EXPECT_EQ(net[0].value("dst", ""), "192.0.2.1:80/tcp");
   EXPECT_EQ(net[0].value("decision", ""), "denied");
   EXPECT_EQ(net[0].value("result", ""), "ENETUNREACH");
+}
+
+// Walking through a directory the program's identity may not search is a denial of its
+// own, naming the directory.
+TEST_P(AuditTest, WalkingThroughAClosedDirectoryIsRecorded) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the directory another owner";
+  TempDir host;
+  const std::string closed = host.path() + "/closed";
+  ASSERT_EQ(mkdir(closed.c_str(), 0700), 0);
+  WriteHostFile(closed + "/x", "secret\n");
+  ASSERT_EQ(chown(closed.c_str(), 4242, 4242), 0);
+  RunResult r = RunAudited({kBusybox, "cat", "/data/closed/x"},
+                           {"--mount", host.path() + ":/data", "--explain"});
+  EXPECT_NE(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.out, Not(HasSubstr("secret"))) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("usentry: search /data/closed denied: permission denied for uid "
+                               "1000 (policy: identity)"))
+      << r.Describe();
+  std::vector<Json> denied = Events("denied");
+  ASSERT_FALSE(denied.empty()) << Dump();
+  EXPECT_EQ(denied[0].value("op", ""), "search");
+  EXPECT_EQ(denied[0].value("path", ""), "/data/closed");
+  EXPECT_EQ(denied[0].value("errno", ""), "EACCES");
 }
 
 TEST_P(AuditTest, MountIsBlockedWithEpermAndRecorded) {
