@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,42 @@ TEST_P(PolicyTest, TheCallersMountedFilesAreTheProgramsOwn) {
   EXPECT_EQ(st.st_uid, geteuid());  // the caller's on the host
   EXPECT_EQ(ReadHostFile(host.path() + "/new"), "new\n");
   EXPECT_EQ(ReadHostFile(foreign), "not yours\n");
+}
+
+// On a host that refuses namespaces (inside an unprivileged container, whose seccomp
+// profile forbids creating them) the run goes on with syscall emulation, and both stderr
+// and run_start say which layers are missing.
+TEST_P(PolicyTest, WithoutNamespacesTheRunStillEmulatesAndSaysWhatIsMissing) {
+  TempDir dir;
+  std::string audit = dir.path() + "/audit.jsonl";
+  RunRequest req;
+  req.argv = {NO_NAMESPACES_BIN,
+              USENTRY_BIN,
+              "run",
+              "--platform",
+              GetParam(),
+              "--audit",
+              audit,
+              "--",
+              "/bin/sh",
+              "-c",
+              "echo hi; id -u; uname -s"};
+  req.env = SandboxDefaultEnv();
+  RunResult r = RunProcess(req);
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "hi\n1000\nLinux\n") << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("usentry: warning: user namespaces unavailable")) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("gofer network isolation unavailable")) << r.Describe();
+  std::vector<nlohmann::json> records = ReadAuditRecords(audit);
+  ASSERT_FALSE(records.empty()) << r.Describe();
+  std::map<std::string, bool> layers;
+  for (const auto& l : records[0]["layers"]) layers[l.value("name", "")] = l.value("applied", true);
+  EXPECT_FALSE(layers["user-namespace"]) << records[0].dump();
+  EXPECT_FALSE(layers["PID-namespace"]) << records[0].dump();
+  EXPECT_FALSE(layers["mount-namespace"]) << records[0].dump();
+  EXPECT_TRUE(layers["syscall-emulation"]) << records[0].dump();
+  EXPECT_TRUE(layers["sentry-seccomp"]) << records[0].dump();
+  EXPECT_EQ(records.back().value("event", ""), "run_end");
 }
 
 // The audit stream is opened by the CLI; the sandbox cannot see it or its directory.
