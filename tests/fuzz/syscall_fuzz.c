@@ -14,6 +14,7 @@
 // DANGER: run natively, this program would issue random syscalls against the real
 // kernel as the invoking user (unlink, rename, kill, chmod, ... with real paths). It
 // refuses to run unless uname() reports the usentry sentry's kernel version.
+#include <arpa/inet.h>
 #include <asm/prctl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <linux/fs.h>
 #include <linux/futex.h>
 #include <linux/mman.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -114,6 +116,8 @@ static char* buf;      // BUF_PAGES read-write pages followed by a PROT_NONE gua
 static char* ro_page;  // one read-only page
 static pid_t self_pid, parent_pid;
 static pid_t child_pids[2];  // a sleeping child and a zombie, targets for wait/kill/ptrace
+// Ports of the pool's loopback TCP listener and UDP socket (the address class uses them).
+static uint16_t inet_ports[2];
 
 static void AddFd(int fd) {
   if (fd >= 0 && npool < MAX_FDS) pool_fds[npool++] = fd;
@@ -159,7 +163,35 @@ static uint64_t RandomArg(int depth);
 // A pointer to a fresh slot of buf, filled with one of several shapes of content.
 static uint64_t FilledSlot(int depth) {
   char* p = buf + Below(NSLOTS) * SLOT;
-  switch (Below(5)) {
+  switch (Below(6)) {
+    case 5: {  // an internet address the netstack routes somewhere: the sandbox's
+               // loopback (often a pooled socket's port), its resolver and gateway, blocked
+               // ranges, v4-mapped forms. Only a sandbox sees these calls (see main).
+      static const uint32_t v4[] = {0x7f000001, 0x7f00000b, 0x0a000202, 0x0a00020f, 0,
+                                    0xa9fea9fe, 0xc0a80001, 0xcb00710a, 0xffffffff};
+      memset(p, 0, SLOT);
+      uint16_t port =
+          Chance(50) ? inet_ports[Below(2)] : (uint16_t)(Chance(30) ? 53 : Below(65536));
+      if (Chance(60)) {
+        struct sockaddr_in* sin = (struct sockaddr_in*)p;
+        sin->sin_family = Chance(90) ? AF_INET : (sa_family_t)Below(50);
+        sin->sin_port = htons(port);
+        sin->sin_addr.s_addr = htonl(v4[Below(sizeof(v4) / sizeof(v4[0]))]);
+      } else {
+        struct sockaddr_in6* sin6 = (struct sockaddr_in6*)p;
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(port);
+        if (Chance(50)) {  // v4-mapped
+          sin6->sin6_addr.s6_addr[10] = sin6->sin6_addr.s6_addr[11] = 0xff;
+          uint32_t a = htonl(v4[Below(sizeof(v4) / sizeof(v4[0]))]);
+          memcpy(&sin6->sin6_addr.s6_addr[12], &a, 4);
+        } else {
+          sin6->sin6_addr.s6_addr[15] = Chance(50) ? 1 : 0;  // ::1 or ::
+        }
+        sin6->sin6_scope_id = Chance(10) ? (uint32_t)Rand() : 0;
+      }
+      break;
+    }
     case 0:  // random bytes
       for (int i = 0; i < SLOT; i += 8) {
         uint64_t r = Rand();
@@ -543,7 +575,37 @@ static void SetUpPool(void) {
   if (socketpair(AF_UNIX, SOCK_DGRAM, 0, p) == 0) AddFd(p[0]), AddFd(p[1]);
   AddFd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
   AddFd(socket(AF_INET, SOCK_DGRAM, 0));
+  AddFd(socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0));
+  AddFd(socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, 0));
+  AddFd(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK, 0));
   AddFd(socket(AF_UNIX, SOCK_STREAM, 0));
+  // The sandbox's loopback: a TCP listener with one connection accepted and one queued,
+  // and a connected pair of UDP sockets; their ports feed the address argument class.
+  int tl = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t lolen = sizeof(lo);
+  if (tl >= 0 && bind(tl, (struct sockaddr*)&lo, sizeof(lo)) == 0 && listen(tl, 4) == 0 &&
+      getsockname(tl, (struct sockaddr*)&lo, &lolen) == 0) {
+    inet_ports[0] = ntohs(lo.sin_port);
+    for (int i = 0; i < 2; i++) {
+      int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      if (c >= 0) connect(c, (struct sockaddr*)&lo, sizeof(lo));
+      AddFd(c);
+    }
+    AddFd(accept4(tl, NULL, NULL, SOCK_NONBLOCK));
+  }
+  AddFd(tl);
+  int u1 = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  int u2 = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_in ua = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t ualen = sizeof(ua);
+  if (u1 >= 0 && u2 >= 0 && bind(u1, (struct sockaddr*)&ua, sizeof(ua)) == 0 &&
+      getsockname(u1, (struct sockaddr*)&ua, &ualen) == 0) {
+    inet_ports[1] = ntohs(ua.sin_port);
+    connect(u2, (struct sockaddr*)&ua, sizeof(ua));
+  }
+  AddFd(u1);
+  AddFd(u2);
   AddFd(eventfd(1, EFD_NONBLOCK));
   int ep = epoll_create1(0);
   if (ep >= 0) {
