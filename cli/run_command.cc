@@ -26,15 +26,25 @@
 
 namespace usentry::cli {
 
-gofer::GoferConfig MakeGoferConfig(const RunOptions& options) {
+GoferPlan MakeGoferPlan(const RunOptions& options) {
   const policy::Policy& p = options.policy;
-  gofer::GoferConfig config;
-  config.trees.push_back(p.rootfs ? gofer::RootfsTree(*p.rootfs) : gofer::DefaultRootTree());
+  GoferPlan plan;
+  std::vector<gofer::TreeConfig> mounts;
   for (size_t i = 0; i < p.mounts.size(); ++i) {
     const policy::Mount& m = p.mounts[i];
-    config.trees.push_back(gofer::MountTree(static_cast<int>(i), m.source, m.read_only));
+    mounts.push_back(gofer::MountTree(static_cast<int>(i), m.source, m.read_only));
   }
-  return config;
+  if (p.rootfs) {
+    // The caller chose the image: it is served as the caller would read it.
+    plan.view.trees.push_back(gofer::RootfsTree(*p.rootfs));
+    plan.view_identity = sentry::confine::GoferIdentity::kCaller;
+    for (gofer::TreeConfig& t : mounts) plan.view.trees.push_back(std::move(t));
+    return plan;
+  }
+  plan.view.trees.push_back(gofer::DefaultRootTree());
+  plan.view_identity = sentry::confine::GoferIdentity::kHostNobody;
+  if (!mounts.empty()) plan.mounts = gofer::GoferConfig{std::move(mounts)};
+  return plan;
 }
 
 sentry::SentryConfig MakeSentryConfig(const RunOptions& options) {
@@ -78,15 +88,15 @@ constexpr int kExitSetupFailedForThread = 125;
 constexpr absl::Duration kTimeoutGrace = absl::Seconds(5);
 
 // The gofer's self-confinement, once its trees are open: its own /proc/self as root
-// (no host path can be named), file-access capabilities only, no_new_privs, seccomp.
-absl::Status ConfineGoferProcess() {
+// (no host path can be named), the host identity `identity` says, no_new_privs, seccomp.
+absl::Status ConfineGoferProcess(sentry::confine::GoferIdentity identity) {
   absl::Status root = gofer::EnterProcRoot();
   if (!root.ok()) {
     fprintf(stderr,
             "usentry: warning: gofer layer proc-root unavailable (%s); running without it\n",
             std::string(root.message()).c_str());
   }
-  absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineGofer();
+  absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineGofer(identity);
   if (!report.ok()) return report.status();
   for (const std::string& missing : report->Missing()) {
     fprintf(stderr, "usentry: warning: gofer layer %s unavailable; running without it\n",
@@ -96,8 +106,10 @@ absl::Status ConfineGoferProcess() {
 }
 
 // Body of the gofer child.
-int ServeGofer(const gofer::GoferConfig& config, UniqueFd sock) {
-  absl::Status st = gofer::Serve(config, std::move(sock), ConfineGoferProcess);
+int ServeGofer(const gofer::GoferConfig& config, sentry::confine::GoferIdentity identity,
+               UniqueFd sock) {
+  absl::Status st =
+      gofer::Serve(config, std::move(sock), [identity] { return ConfineGoferProcess(identity); });
   if (!st.ok()) {
     fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
     return 1;
@@ -190,6 +202,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
   }
   config.layers.push_back({"syscall-emulation", true, host->platform->Name()});
   config.gofer_fd = process.gofer_fd;
+  config.mounts_gofer_fd = process.mounts_gofer_fd;
   config.netgate_fd = process.netgate_fd;
   // Either way the sandbox reaches no host network but through netgate's checks.
   config.layers.push_back({"egress", true,
@@ -249,7 +262,7 @@ int RunCommand(const RunOptions& options) {
   }
   const std::string run_id = audit::NewRunId();
   audit::AuditLog cli_audit(audit_fd.get(), run_id, p.audit.explain);
-  gofer::GoferConfig gofer_config = MakeGoferConfig(options);
+  const GoferPlan gofers = MakeGoferPlan(options);
   sentry::SentryConfig sentry_config = MakeSentryConfig(options);
   SandboxOptions sandbox;
   sandbox.sentry_early = [&options] { StartSentryEarlyWork(options.platform); };
@@ -261,14 +274,19 @@ int RunCommand(const RunOptions& options) {
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<SandboxResult> result = RunSandbox(
-      sandbox, [&](UniqueFd sock) { return ServeGofer(gofer_config, std::move(sock)); },
+      sandbox,
+      [&](UniqueFd sock) { return ServeGofer(gofers.view, gofers.view_identity, std::move(sock)); },
       [&](const SentryProcess& process) {
         return ConfineAndRunSentry(sentry_config, process, run_id, p.audit.explain);
       },
       p.net.egress() ? NetgateMain([&](UniqueFd sock, int log_fd) {
         return ServeNetgate(p.net, run_id, std::move(sock), log_fd);
       })
-                     : NetgateMain());
+                     : NetgateMain(),
+      gofers.mounts ? GoferMain([&](UniqueFd sock) {
+        return ServeGofer(*gofers.mounts, sentry::confine::GoferIdentity::kCaller, std::move(sock));
+      })
+                    : GoferMain());
   if (!result.ok()) {
     fprintf(stderr, "usentry: %s\n", std::string(result.status().message()).c_str());
     cli_audit.Emit(audit::kRunEnd, {{"exit_code", 125},

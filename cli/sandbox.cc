@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -208,6 +209,7 @@ struct SentryChildArgs {
   int audit_fd;
   int netgate_fd;
   int net_log_fd;
+  int mounts_gofer_fd;
 };
 
 int SentryChild(void* raw) {
@@ -219,7 +221,7 @@ int SentryChild(void* raw) {
   // Before the early work starts threads: closing FDs under them would pull their own
   // (memfds, the seccomp export) away mid-use, or hand their numbers to our socket.
   std::vector<int*> keep = {&args->sock, &args->sync_read};
-  for (int* fd : {&args->audit_fd, &args->netgate_fd, &args->net_log_fd}) {
+  for (int* fd : {&args->audit_fd, &args->netgate_fd, &args->net_log_fd, &args->mounts_gofer_fd}) {
     if (*fd >= 0) keep.push_back(fd);
   }
   if (!KeepOnlyStdioAnd(keep)) ChildFail("sentry: closing inherited FDs");
@@ -250,6 +252,7 @@ int SentryChild(void* raw) {
   process.gofer_fd = args->sock;
   process.audit_fd = args->audit_fd;
   process.netgate_fd = args->netgate_fd;
+  process.mounts_gofer_fd = args->mounts_gofer_fd;
   process.net_log_fd = args->net_log_fd;
   int rc = (*args->main)(process);
   fflush(nullptr);
@@ -391,42 +394,54 @@ class SignalForwarding {
 
 absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const GoferMain& gofer_main,
                                          const SentryMain& sentry_main,
-                                         const NetgateMain& netgate_main) {
+                                         const NetgateMain& netgate_main,
+                                         const GoferMain& mounts_gofer_main) {
   SandboxResult result;
   EnsureStdioOpen();
   SignalForwarding forwarding;
 
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    return ErrnoStatus("socketpair(AF_UNIX, SOCK_SEQPACKET)");
-  }
-  UniqueFd gofer_end(sv[0]);
-  UniqueFd sentry_end(sv[1]);
-
-  pid_t gofer = StartGofer(options, std::move(gofer_end), gofer_main);
-  if (gofer < 0) return ErrnoStatus("fork(gofer)");
-  gofer_end.reset();
-
-  UniqueFd netgate_sentry_end;
-  pid_t netgate = -1;
-  if (netgate_main) {
-    int nv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nv) != 0) {
-      KillAndReap(gofer);
-      return ErrnoStatus("socketpair(AF_UNIX, SOCK_SEQPACKET) for netgate");
-    }
-    netgate_sentry_end = UniqueFd(nv[1]);
-    netgate = StartNetgate(UniqueFd(nv[0]), options.net_log_fd, netgate_main);
-    if (netgate < 0) {
-      KillAndReap(gofer);
-      return ErrnoStatus("fork(netgate)");
-    }
-  }
-  // Everything below that gives up kills both helpers.
-  auto kill_helpers = [&] {
-    KillAndReap(netgate);
-    KillAndReap(gofer);
+  // The helpers, each on a SOCK_SEQPACKET socketpair whose other end goes to the
+  // sentry; a helper the run does not have keeps pid -1 and sentry end -1.
+  struct Helper {
+    const char* name;
+    std::function<pid_t(UniqueFd)> start;
+    pid_t pid = -1;
+    UniqueFd sentry_end;
   };
+  Helper helpers[] = {
+      {"gofer", [&](UniqueFd fd) { return StartGofer(options, std::move(fd), gofer_main); }},
+      {"second gofer", mounts_gofer_main ? std::function<pid_t(UniqueFd)>([&](UniqueFd fd) {
+         return StartGofer(options, std::move(fd), mounts_gofer_main);
+       })
+                                         : nullptr},
+      {"netgate", netgate_main ? std::function<pid_t(UniqueFd)>([&](UniqueFd fd) {
+         return StartNetgate(std::move(fd), options.net_log_fd, netgate_main);
+       })
+                               : nullptr},
+  };
+  // Everything below that gives up kills every helper started so far.
+  auto kill_helpers = [&] {
+    for (Helper& h : helpers) KillAndReap(h.pid);
+  };
+  for (Helper& h : helpers) {
+    if (!h.start) continue;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      int err = errno;
+      kill_helpers();
+      return ErrnoStatus(absl::StrCat("socketpair(AF_UNIX, SOCK_SEQPACKET) for the ", h.name), err);
+    }
+    h.sentry_end = UniqueFd(sv[1]);
+    h.pid = h.start(UniqueFd(sv[0]));
+    if (h.pid < 0) {
+      int err = errno;
+      kill_helpers();
+      return ErrnoStatus(absl::StrCat("fork(", h.name, ")"), err);
+    }
+  }
+  UniqueFd& sentry_end = helpers[0].sentry_end;
+  UniqueFd& mounts_sentry_end = helpers[1].sentry_end;
+  UniqueFd& netgate_sentry_end = helpers[2].sentry_end;
 
   int sync[2];
   if (pipe2(sync, O_CLOEXEC) != 0) {
@@ -443,10 +458,10 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
   }
   bool root_to_nobody = geteuid() == 0;
-  SentryChildArgs args{&sentry_main,      &options.sentry_early, sentry_end.get(),
-                       sync_read.get(),   sync_write.get(),      0,
-                       root_to_nobody,    options.audit_fd,      netgate_sentry_end.get(),
-                       options.net_log_fd};
+  SentryChildArgs args{&sentry_main,       &options.sentry_early,  sentry_end.get(),
+                       sync_read.get(),    sync_write.get(),       0,
+                       root_to_nobody,     options.audit_fd,       netgate_sentry_end.get(),
+                       options.net_log_fd, mounts_sentry_end.get()};
   int granted = 0;
   pid_t sentry = CloneSentryWithFallback(
       args, options, static_cast<char*>(stack) + kSentryStackSize, result, granted);
@@ -459,6 +474,7 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   forwarding.SetSentry(sentry);
   sentry_end.reset();
   netgate_sentry_end.reset();
+  mounts_sentry_end.reset();
   sync_read.reset();
 
   if (granted & CLONE_NEWUSER) {

@@ -34,6 +34,7 @@ struct SentryProcess {
   int audit_fd = -1;    // SandboxOptions::audit_fd as numbered in the sentry, or -1
   int netgate_fd = -1;  // its end of the netgate socketpair, or -1 (no netgate)
   int net_log_fd = -1;  // SandboxOptions::net_log_fd as numbered in the sentry, or -1
+  int mounts_gofer_fd = -1;  // its end of the second gofer's socketpair, or -1 (none)
   int namespaces = 0;   // CLONE_NEW* flags clone() actually granted
 };
 
@@ -81,9 +82,12 @@ struct SandboxResult {
 // (signal N)" is printed). SIGINT/SIGTERM/SIGHUP are forwarded to the sentry while it
 // runs; a second one kills it. Errors are setup failures before the sentry ran.
 // `netgate_main` may be null: then there is no netgate and SentryProcess::netgate_fd is -1.
+// `mounts_gofer_main` may be null: a second gofer (for trees served with other host
+// permissions than the first gofer's), else SentryProcess::mounts_gofer_fd is -1.
 absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const GoferMain& gofer_main,
                                          const SentryMain& sentry_main,
-                                         const NetgateMain& netgate_main = nullptr);
+                                         const NetgateMain& netgate_main = nullptr,
+                                         const GoferMain& mounts_gofer_main = nullptr);
 
 }  // namespace usentry::cli
 

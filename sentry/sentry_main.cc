@@ -309,6 +309,9 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
     return kExitSetupFailed;
   }
   auto gofer = std::make_unique<gofer::Client>(UniqueFd(cfg.gofer_fd));
+  std::unique_ptr<gofer::Client> mounts_gofer;
+  if (cfg.mounts_gofer_fd >= 0)
+    mounts_gofer = std::make_unique<gofer::Client>(UniqueFd(cfg.mounts_gofer_fd));
   fsimpl::VfsConfig vcfg;
   vcfg.mounts = cfg.mounts;
   vcfg.workdir = cfg.workdir;
@@ -321,7 +324,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   vcfg.home = cfg.home;
   vcfg.host_uid = cfg.host_uid;
   vcfg.host_gid = cfg.host_gid;
-  auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg);
+  auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg, mounts_gofer.get());
   if (!vfs.ok()) return fail("filesystem", vfs.status());
 
   KernelOptions opts;

@@ -40,6 +40,9 @@ struct SentryConfig {
   uint32_t host_uid = 0;
   uint32_t host_gid = 0;
   int gofer_fd = -1;  // the sentry's end of the gofer socketpair
+  // The second gofer's, serving the --mount trees with the caller's host permissions
+  // while the first serves the default view as host nobody; -1: the first serves all.
+  int mounts_gofer_fd = -1;
   // The sentry's end of the netgate socketpair; -1 when the policy allows no egress.
   int netgate_fd = -1;
   policy::NetPolicy net;

@@ -2,6 +2,7 @@
 #include "sentry/confine/confine.h"
 
 #include <execinfo.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -163,6 +164,49 @@ absl::Status InstallDebugHandler() {
 }
 
 }  // namespace
+
+static_assert(kSetIdCapabilities ==
+              ((1ull << CAP_SETGID) | (1ull << CAP_SETUID) | (1ull << CAP_SETPCAP)));
+
+namespace {
+// Host ids a helper becomes when started as root.
+constexpr uid_t kNobodyUid = 65534;
+constexpr gid_t kNogroupGid = 65534;
+}  // namespace
+
+// As host root: nobody. Runs after DropCapabilities kept only CAP_SETUID, CAP_SETGID
+// and CAP_SETPCAP (and locked the securebits, so the uid change does not drop them by
+// itself); drops those from every set last.
+ConfineLayer BecomeHostNobody(bool host_root) {
+  ConfineLayer layer{"host-identity", false, ""};
+  if (!host_root) {
+    layer.applied = true;
+    layer.detail = "the caller's own uid";
+    return layer;
+  }
+  if (setgroups(0, nullptr) != 0 || setresgid(kNogroupGid, kNogroupGid, kNogroupGid) != 0 ||
+      setresuid(kNobodyUid, kNobodyUid, kNobodyUid) != 0) {
+    layer.detail = absl::StrCat("setresuid(nobody): ", strerror(errno));
+    return layer;
+  }
+  for (int cap : {CAP_SETUID, CAP_SETGID, CAP_SETPCAP}) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+      layer.detail = absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ") as nobody: ", strerror(errno));
+      return layer;
+    }
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, none) != 0) {
+    layer.detail = absl::StrCat("capset(none) as nobody: ", strerror(errno));
+    return layer;
+  }
+  // A credential change clears the parent-death signal; netgate dies with the CLI.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  layer.applied = true;
+  layer.detail = "host nobody (65534), no capabilities";
+  return layer;
+}
 
 absl::Status LockDown(ConfineReport& report, absl::string_view what,
                       const std::function<absl::StatusOr<ScmpFilter>(uint32_t)>& build) {

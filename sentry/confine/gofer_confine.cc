@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -66,8 +67,8 @@ absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
   if (!filter) return absl::InternalError("seccomp_init failed");
   int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, default_action);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  for (absl::Span<const int> list : {absl::Span<const int>(kGoferSyscalls),
-                                      absl::Span<const int>(kHelperRuntimeSyscalls)}) {
+  for (absl::Span<const int> list :
+       {absl::Span<const int>(kGoferSyscalls), absl::Span<const int>(kHelperRuntimeSyscalls)}) {
     for (int nr : list) {
       rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
       if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(gofer, nr=", nr, ")"), -rc);
@@ -76,9 +77,19 @@ absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
   return filter;
 }
 
-absl::StatusOr<ConfineReport> ConfineGofer() {
+absl::StatusOr<ConfineReport> ConfineGofer(GoferIdentity identity) {
   ConfineReport report;
-  report.layers.push_back(DropCapabilities(true, kFileCapabilities));
+  if (identity == GoferIdentity::kHostNobody) {
+    const bool host_root = geteuid() == 0;
+    report.layers.push_back(DropCapabilities(true, host_root ? kSetIdCapabilities : 0));
+    report.layers.push_back(BecomeHostNobody(host_root));
+    // A credential change makes the process non-dumpable, and its /proc/self/fd (which
+    // EnterProcRoot made its root, and which reopening an O_PATH FD goes through) then
+    // belongs to root: make it its own again.
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return ErrnoStatus("prctl(PR_SET_DUMPABLE, 1)");
+  } else {
+    report.layers.push_back(DropCapabilities(true, kFileCapabilities));
+  }
   RETURN_IF_ERROR(
       LockDown(report, "gofer", [](uint32_t action) { return BuildGoferFilter(action); }));
   return report;

@@ -17,11 +17,21 @@ namespace usentry::sentry::confine {
 // Builds the gofer's allowlist (docs/security.md lists each entry and why).
 absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
 
-// Drops capabilities except CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-// CAP_FOWNER and CAP_FSETID (a gofer started as root still reads and writes the host
-// files of the trees as root does), sets no_new_privs and installs the allowlist
+// Whose host permissions the gofer serves its trees with.
+enum class GoferIdentity {
+  // The caller's (its --rootfs and --mount trees): a gofer started as root keeps only
+  // CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER and CAP_FSETID, so it
+  // still reads and writes those host files as root does.
+  kCaller,
+  // An ordinary host user's (the default host view): started as root it becomes host
+  // nobody with no capability at all, so it can only ever serve what every host user
+  // may read; a compromised sentry asking it for a root-only file gets EACCES.
+  kHostNobody,
+};
+
+// Drops capabilities as `identity` says, sets no_new_privs and installs the allowlist
 // (violations kill; USENTRY_DEBUG_SECCOMP=1 traps and names them). Irreversible.
-absl::StatusOr<ConfineReport> ConfineGofer();
+absl::StatusOr<ConfineReport> ConfineGofer(GoferIdentity identity = GoferIdentity::kCaller);
 
 }  // namespace usentry::sentry::confine
 

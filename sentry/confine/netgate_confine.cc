@@ -49,10 +49,6 @@ constexpr int kNetgateSyscalls[] = {
     SCMP_SYS(getrandom),
 };
 
-// Host ids netgate becomes when started as root.
-constexpr uid_t kNobodyUid = 65534;
-constexpr gid_t kNogroupGid = 65534;
-
 absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp> args) {
   int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, args.size(), args.begin());
   if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(netgate, nr=", nr, ")"), -rc);
@@ -87,40 +83,6 @@ ConfineLayer EnterEmptyRoot() {
   }
   layer.applied = true;
   layer.detail = "an empty, deleted directory";
-  return layer;
-}
-
-// As host root: nobody. Runs after DropCapabilities kept only CAP_SETUID, CAP_SETGID
-// and CAP_SETPCAP (and locked the securebits, so the uid change does not drop them by
-// itself); drops those from every set last.
-ConfineLayer BecomeNobody(bool host_root) {
-  ConfineLayer layer{"host-identity", false, ""};
-  if (!host_root) {
-    layer.applied = true;
-    layer.detail = "the caller's own uid";
-    return layer;
-  }
-  if (setgroups(0, nullptr) != 0 || setresgid(kNogroupGid, kNogroupGid, kNogroupGid) != 0 ||
-      setresuid(kNobodyUid, kNobodyUid, kNobodyUid) != 0) {
-    layer.detail = absl::StrCat("setresuid(nobody): ", strerror(errno));
-    return layer;
-  }
-  for (int cap : {CAP_SETUID, CAP_SETGID, CAP_SETPCAP}) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-      layer.detail = absl::StrCat("prctl(PR_CAPBSET_DROP, ", cap, ") as nobody: ", strerror(errno));
-      return layer;
-    }
-  }
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capset, &header, none) != 0) {
-    layer.detail = absl::StrCat("capset(none) as nobody: ", strerror(errno));
-    return layer;
-  }
-  // A credential change clears the parent-death signal; netgate dies with the CLI.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  layer.applied = true;
-  layer.detail = "host nobody (65534), no capabilities";
   return layer;
 }
 
@@ -159,10 +121,8 @@ absl::StatusOr<ConfineReport> ConfineNetgate() {
   ConfineReport report;
   const bool host_root = geteuid() == 0;
   report.layers.push_back(EnterEmptyRoot());  // may enter a user namespace (not root)
-  const uint64_t keep =
-      host_root ? (1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SETPCAP) : 0;
-  report.layers.push_back(DropCapabilities(true, keep));
-  report.layers.push_back(BecomeNobody(host_root));
+  report.layers.push_back(DropCapabilities(true, host_root ? kSetIdCapabilities : 0));
+  report.layers.push_back(BecomeHostNobody(host_root));
   RETURN_IF_ERROR(
       LockDown(report, "netgate", [](uint32_t action) { return BuildNetgateFilter(action); }));
   return report;

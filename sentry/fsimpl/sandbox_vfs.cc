@@ -78,7 +78,8 @@ absl::Status MakeAppDir(vfs::Vfs& v, const std::string& path, uint32_t uid, uint
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
-                                                          const VfsConfig& cfg) {
+                                                          const VfsConfig& cfg,
+                                                          gofer::Client* mounts_gofer) {
   auto budget = std::make_shared<ByteBudget>(cfg.tmpfs_limit_bytes);
   budget->on_exhausted = cfg.on_disk_full;
   auto upper_fs = std::make_shared<TmpfsFilesystem>(budget, cfg.memory_file);
@@ -110,7 +111,8 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
 
   for (const MountSpec& spec : cfg.mounts) {
     const OwnerSwap owners{cfg.host_uid, cfg.host_gid, cfg.app_uid, cfg.app_gid};
-    auto fs = std::make_shared<GoferFilesystem>(&gofer, spec.tree, /*exclusive=*/false, owners);
+    auto fs = std::make_shared<GoferFilesystem>(mounts_gofer ? mounts_gofer : &gofer, spec.tree,
+                                                /*exclusive=*/false, owners);
     auto root = fs->Attach();
     if (!root.ok())
       return ErrnoError(absl::StrCat("gofer Attach(\"", spec.tree, "\")"), root.error());

@@ -41,9 +41,11 @@ struct VfsConfig {
   uint32_t host_gid = 0;
 };
 
-// `gofer` must outlive the returned Vfs (the gofer fs keeps a pointer to it).
+// `gofer` serves tree "root", and the mounts' trees too unless `mounts_gofer` is set;
+// both must outlive the returned Vfs (a gofer fs keeps a pointer to its client).
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
-                                                          const VfsConfig& cfg);
+                                                          const VfsConfig& cfg,
+                                                          gofer::Client* mounts_gofer = nullptr);
 
 }  // namespace usentry::sentry::fsimpl
 

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,6 +132,40 @@ TEST_P(IsolationTest, NothingOutsideTheMountsIsReachable) {
                           {"--mount", mnt + ":/data:rw"});
   EXPECT_FALSE(HostPathExists(secret + "/new")) << w.Describe();
   EXPECT_FALSE(HostPathExists(host.path() + "/new")) << w.Describe();
+}
+
+// A host file only root may read, in the default view and not masked, or "".
+std::string RootOnlyHostFile() {
+  for (const char* dir : {"/etc", "/etc/default", "/usr/lib"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      struct stat st;
+      if (lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      const std::string name = e.path().filename();
+      if (name.find("shadow") != std::string::npos || name == "sudoers") continue;  // masked
+      if (st.st_uid == 0 && (st.st_mode & 0044) == 0) return e.path();
+    }
+  }
+  return "";
+}
+
+// The default view is served by a gofer that has given up host root: even root inside
+// the sandbox (and a sentry taken over by the program) can read only what any host user
+// may. The caller's own --mount trees keep the caller's host permissions.
+TEST_P(IsolationTest, RootInsideReadsOnlyWhatEveryHostUserMay) {
+  if (geteuid() != 0) GTEST_SKIP() << "as a host user the gofer has no more than that user";
+  const std::string closed = RootOnlyHostFile();
+  if (closed.empty()) GTEST_SKIP() << "no root-only file in this host's /etc";
+  RunResult r = Sandboxed({"/bin/cat", closed});
+  EXPECT_NE(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("Permission denied")) << closed << "\n" << r.Describe();
+  TempDir host;
+  WriteHostFile(host.path() + "/mine", "the caller's\n");
+  ASSERT_EQ(chmod((host.path() + "/mine").c_str(), 0600), 0);
+  RunResult m = Sandboxed({"/bin/cat", "/data/mine", "/etc/os-release"},
+                          {"--mount", host.path() + ":/data:ro"});
+  EXPECT_EQ(m.exit_code, 0) << m.Describe();
+  EXPECT_EQ(m.out, "the caller's\n" + ReadHostFile("/etc/os-release")) << m.Describe();
 }
 
 // The pids of `root` and every process below it.
