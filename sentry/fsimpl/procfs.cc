@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "sentry/fsimpl/inotify.h"
 #include "sentry/fsimpl/procfs_gen.h"
 #include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/procfs_nodes.h"
@@ -74,11 +75,20 @@ InodePtr NewSysTree(std::shared_ptr<vfs::Filesystem> fs, Kernel& k) {
                              {{"overcommit_memory", f("sys/vm/overcommit_memory", Fixed("0\n"))},
                               {"max_map_count", f("sys/vm/max_map_count", Fixed("65530\n"))},
                               {"mmap_min_addr", f("sys/vm/mmap_min_addr", Fixed("65536\n"))}});
-  auto fsdir =
-      NewProcStaticDir(fs, "sys/fs",
-                       {{"nr_open", f("sys/fs/nr_open", Fixed("1048576\n"))},
-                        {"pipe-max-size", f("sys/fs/pipe-max-size", Fixed("1048576\n"))},
-                        {"file-max", f("sys/fs/file-max", Fixed("9223372036854775807\n"))}});
+  // The limits the sentry's inotify enforces (sentry/fsimpl/inotify.h).
+  auto inotify = NewProcStaticDir(
+      fs, "sys/fs/inotify",
+      {{"max_queued_events",
+        f("sys/fs/inotify/max_queued_events", Fixed(absl::StrCat(kInotifyMaxQueuedEvents, "\n")))},
+       {"max_user_instances", f("sys/fs/inotify/max_user_instances",
+                                Fixed(absl::StrCat(kInotifyMaxUserInstances, "\n")))},
+       {"max_user_watches",
+        f("sys/fs/inotify/max_user_watches", Fixed(absl::StrCat(kInotifyMaxUserWatches, "\n")))}});
+  auto fsdir = NewProcStaticDir(fs, "sys/fs",
+                                {{"nr_open", f("sys/fs/nr_open", Fixed("1048576\n"))},
+                                 {"pipe-max-size", f("sys/fs/pipe-max-size", Fixed("1048576\n"))},
+                                 {"file-max", f("sys/fs/file-max", Fixed("9223372036854775807\n"))},
+                                 {"inotify", inotify}});
   return NewProcStaticDir(
       fs, "sys", {{"kernel", kernel}, {"vm", vm}, {"fs", fsdir}, {"net", NewProcSysNetDir(fs)}});
 }

@@ -10,6 +10,7 @@
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/vfs/fs_context.h"
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/vfs.h"
 
 namespace usentry::sentry {
@@ -180,6 +181,7 @@ SyscallResult SysFtruncate(Task& task, const SyscallArgs& args) {
   if (type != S_IFREG) return Errno{EINVAL};
   RETURN_IF_ERRNO(FsizeAllowedSize(task, static_cast<uint64_t>(len)));
   RETURN_IF_ERRNO(file->Truncate(len));
+  vfs::NotifyFile(file->path(), IN_MODIFY);
   return uint64_t{0};
 }
 

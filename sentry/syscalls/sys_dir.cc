@@ -9,6 +9,7 @@
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/vfs/fs_context.h"
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/permissions.h"
 #include "sentry/vfs/vfs.h"
 
@@ -48,6 +49,7 @@ SyscallResult DoGetdents(Task& task, int fd, mm::GuestAddr dirp, uint64_t count,
     }
     return true;
   }));
+  vfs::NotifyFile(file->path(), IN_ACCESS);          // every listing call, as Linux's iterate_dir
   if (buf.empty() && refused) return Errno{EINVAL};  // buffer too small for one entry
   RETURN_IF_ERRNO(task.mm().CopyOut(dirp, buf.data(), buf.size()));
   return uint64_t{buf.size()};

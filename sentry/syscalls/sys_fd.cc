@@ -3,6 +3,8 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 
+#include "abi/signal.h"
+#include "sentry/fsimpl/dnotify.h"
 #include "sentry/fsimpl/memfd.h"
 #include "sentry/fsimpl/pipe.h"
 #include "sentry/mm/memory_manager.h"
@@ -48,7 +50,27 @@ SyscallResult SysFcntl(Task& task, const SyscallArgs& args) {
       if (file.is_path_only()) return Errno{EBADF};
       return FcntlLock(task, file, cmd, args.ptr(2));
     case F_GETOWN:
-      return uint64_t{0};  // no SIGIO owner is ever set (F_SETOWN is refused)
+      return static_cast<uint64_t>(file.owner_pid);  // set by F_NOTIFY only
+    case F_GETOWN_EX: {
+      // glibc's fcntl(F_GETOWN) asks this. Without an owner Linux reports a zeroed one
+      // (type F_OWNER_TID); F_NOTIFY makes the caller's process the owner.
+      f_owner_ex owner{F_OWNER_TID, 0};
+      if (file.owner_pid != 0) owner = {F_OWNER_PID, file.owner_pid};
+      RETURN_IF_ERRNO(task.mm().CopyOutObj(args.ptr(2), owner));
+      return uint64_t{0};
+    }
+    case F_GETSIG:
+      return static_cast<uint64_t>(file.notify_signal);
+    case F_SETSIG: {
+      int sig = args.i32(2);
+      if (sig < 0 || sig > abi::kNumSignals) return Errno{EINVAL};
+      file.notify_signal = sig;
+      return uint64_t{0};
+    }
+    case F_NOTIFY:
+      if (file.is_path_only()) return Errno{EBADF};
+      RETURN_IF_ERRNO(fsimpl::SetDirNotify(task, fd, entry.file, args.u32(2)));
+      return uint64_t{0};
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
       return fsimpl::PipeFcntl(file, cmd, args.u64(2));
@@ -56,7 +78,7 @@ SyscallResult SysFcntl(Task& task, const SyscallArgs& args) {
     case F_GET_SEALS:
       return fsimpl::MemfdSealFcntl(file, cmd, args.u64(2));
     default:
-      // F_SETOWN/F_SETSIG (SIGIO), leases, notify: not supported.
+      // F_SETOWN (SIGIO on I/O readiness), leases: not supported.
       return Errno{EINVAL};
   }
 }

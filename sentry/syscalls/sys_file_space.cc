@@ -11,6 +11,7 @@
 #include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file_util.h"
 #include "sentry/syscalls/sys_splice.h"
+#include "sentry/vfs/notify.h"
 
 namespace usentry::sentry {
 namespace {
@@ -70,6 +71,7 @@ SyscallResult SysFallocate(Task& task, const SyscallArgs& args) {
     RETURN_IF_ERRNO(FsizeAllowedSize(task, static_cast<uint64_t>(end)));
     RETURN_IF_ERRNO(file->Truncate(end));
   }
+  vfs::NotifyFile(file->path(), IN_MODIFY);
   return uint64_t{0};
 }
 

@@ -10,6 +10,7 @@
 #include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_file_util.h"
+#include "sentry/vfs/notify.h"
 
 namespace usentry::sentry {
 namespace {
@@ -42,10 +43,12 @@ SyscallResult DoRead(Task& task, int fd, std::vector<iovec> iovs, int64_t offset
                              return file->Read(&task, absl::MakeConstSpan(&one, 1), offset);
                            }));
     task.mm().WriteSpans(iovs, bounce.data(), n);
+    if (n > 0) vfs::NotifyFile(file->path(), IN_ACCESS);
     return uint64_t{n};
   }
   ASSIGN_OR_RETURN_ERRNO(
       size_t n, BlockingIo(task, *file, POLLIN, [&] { return file->Read(&task, iovs, offset); }));
+  if (n > 0) vfs::NotifyFile(file->path(), IN_ACCESS);
   return uint64_t{n};
 }
 
@@ -68,6 +71,7 @@ SyscallResult DoWrite(Task& task, int fd, std::vector<iovec> iovs, int64_t offse
   }
   ASSIGN_OR_RETURN_ERRNO(
       size_t n, BlockingIo(task, *file, POLLOUT, [&] { return file->Write(&task, iovs, offset); }));
+  if (n > 0) vfs::NotifyFile(file->path(), IN_MODIFY);
   return uint64_t{n};
 }
 

@@ -20,6 +20,7 @@
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/fsize_limit.h"
 #include "sentry/syscalls/sys_file_util.h"
+#include "sentry/vfs/notify.h"
 
 namespace usentry::sentry {
 
@@ -188,6 +189,10 @@ SysResult<size_t> Transfer(Task& task, End& in, End& out, size_t count, Mode mod
       if (total > 0) break;
       return Errno{st.error() == EINTR ? kERestartSys : st.error()};
     }
+  }
+  if (total > 0) {
+    vfs::NotifyFile(in.file->path(), IN_ACCESS);
+    vfs::NotifyFile(out.file->path(), IN_MODIFY);
   }
   return total;
 }

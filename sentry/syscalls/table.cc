@@ -9,6 +9,7 @@
 #include "sentry/syscalls/sys_epoll.h"
 #include "sentry/syscalls/sys_file.h"
 #include "sentry/syscalls/sys_info.h"
+#include "sentry/syscalls/sys_inotify.h"
 #include "sentry/syscalls/sys_mm.h"
 #include "sentry/syscalls/sys_pidfd.h"
 #include "sentry/syscalls/sys_pipe.h"
@@ -163,7 +164,8 @@ constexpr SyscallInfo kTable[] = {
     {71, "msgctl", nullptr, Support::kUnimplemented, "", ""},
     {72, "fcntl", SysFcntl, Support::kPartial,
      "dup/fd flags/status flags/record and OFD locks (in-sandbox, F_SETLKW polls, no EDEADLK); "
-     "F_SETOWN/F_SETSIG/leases/notify/pipe size: EINVAL; seals on memfds only",
+     "F_NOTIFY (dnotify) with F_SETSIG's signal; F_SETOWN (O_ASYNC SIGIO) and leases: EINVAL; "
+     "pipe size on pipes; seals on memfds only",
      "fdx"},
     {73, "flock", SysFlock, Support::kPartial,
      "in-sandbox advisory bookkeeping; blocking waits poll every 10 ms", ""},
@@ -401,9 +403,12 @@ constexpr SyscallInfo kTable[] = {
      ""},
     {251, "ioprio_set", nullptr, Support::kUnimplemented, "", ""},
     {252, "ioprio_get", nullptr, Support::kUnimplemented, "", ""},
-    {253, "inotify_init", nullptr, Support::kUnimplemented, "", ""},
-    {254, "inotify_add_watch", nullptr, Support::kUnimplemented, "", ""},
-    {255, "inotify_rm_watch", nullptr, Support::kUnimplemented, "", ""},
+    {253, "inotify_init", SysInotifyInit, Support::kFull, "", ""},
+    {254, "inotify_add_watch", SysInotifyAddWatch, Support::kPartial,
+     "events for changes made inside the sandbox, not for host processes changing a --mount tree; "
+     "IN_DELETE_SELF comes at the last unlink even while the file is still open",
+     "fsx"},
+    {255, "inotify_rm_watch", SysInotifyRmWatch, Support::kFull, "", "fd"},
     {256, "migrate_pages", nullptr, Support::kUnimplemented, "", ""},
     {257, "openat", SysOpenat, Support::kPartial, "O_TMPFILE: EOPNOTSUPP", "fsom"},
     {258, "mkdirat", SysMkdirat, Support::kFull, "", "fsm"},
@@ -456,7 +461,7 @@ constexpr SyscallInfo kTable[] = {
     {291, "epoll_create1", SysEpollCreate1, Support::kFull, "", "x"},
     {292, "dup3", SysDup3, Support::kFull, "", "ffo"},
     {293, "pipe2", SysPipe2, Support::kPartial, "O_DIRECT (packet mode) is EINVAL", "po"},
-    {294, "inotify_init1", nullptr, Support::kUnimplemented, "", ""},
+    {294, "inotify_init1", SysInotifyInit1, Support::kFull, "", "x"},
     {295, "preadv", SysPreadv, Support::kFull, "", "fpdd"},
     {296, "pwritev", SysPwritev, Support::kFull, "", "fpdd"},
     {297, "rt_tgsigqueueinfo", SysRtTgsigqueueinfo, Support::kFull, "", "ddSp"},

@@ -17,6 +17,7 @@ namespace usentry::sentry::vfs {
 
 class Dentry;
 class Mount;
+class NotifyHub;
 
 class Dentry : public std::enable_shared_from_this<Dentry> {
  public:
@@ -68,6 +69,9 @@ class Mount {
   // Null for the root mount.
   const std::shared_ptr<Mount>& parent() const { return parent_; }
   const std::shared_ptr<Dentry>& mountpoint() const { return mountpoint_; }
+
+  // Change notification of the Vfs this mount belongs to (set by the Vfs).
+  std::shared_ptr<NotifyHub> notify;
 
  private:
   uint64_t id_;

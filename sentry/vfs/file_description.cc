@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstring>
 
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/vfs.h"
 
 namespace usentry::sentry::vfs {
@@ -18,6 +19,10 @@ FileDescription::FileDescription(Path path, int flags)
       flags_(flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC)) {}
 
 FileDescription::~FileDescription() {
+  // The last reference to an open file is its close (O_PATH descriptions are not opens).
+  if (!is_path_only() && path_.valid()) {
+    NotifyFile(path_, access_mode() == O_RDONLY ? IN_CLOSE_NOWRITE : IN_CLOSE_WRITE);
+  }
   std::vector<ReleaseWatcher*> watchers;
   watchers.swap(release_watchers_);
   for (ReleaseWatcher* w : watchers) w->DescriptionReleased(this);

@@ -114,6 +114,12 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
   // host FD. Default ENXIO (Linux's answer for sockets and the like).
   virtual SysResult<std::shared_ptr<FileDescription>> Reopen(int flags) { return Errno{ENXIO}; }
 
+  // Who is told about this file and how (fcntl F_SETSIG, and the process that asked
+  // for directory notifications with F_NOTIFY, which F_GETOWN reports; F_SETOWN and
+  // O_ASYNC are not supported, so nothing else sets them).
+  int notify_signal = 0;
+  int32_t owner_pid = 0;
+
   // Name for /proc/PID/fd links and strace when the path is empty ("pipe:[123]").
   virtual std::string AnonName() const { return "anon_inode:[unknown]"; }
   // Type-specific lines of /proc/PID/fdinfo/N after pos/flags/mnt_id/ino

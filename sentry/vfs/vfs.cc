@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/permissions.h"
 
 namespace usentry::sentry::vfs {
@@ -12,6 +13,7 @@ Vfs::Vfs(std::shared_ptr<Filesystem> fs, std::shared_ptr<Inode> root_inode, int 
   auto root = std::make_shared<Dentry>("/", nullptr, std::move(root_inode));
   root_mount_ = std::make_shared<Mount>(next_mount_id_++, std::move(fs), std::move(root),
                                         mount_flags, nullptr, nullptr);
+  root_mount_->notify = notify_;
 }
 
 Vfs::~Vfs() = default;
@@ -26,6 +28,7 @@ SysResult<std::shared_ptr<Mount>> Vfs::MountAt(const Path& mountpoint,
   auto root = std::make_shared<Dentry>("/", nullptr, std::move(root_inode));
   auto m = std::make_shared<Mount>(next_mount_id_++, std::move(fs), std::move(root), mount_flags,
                                    mountpoint.mount, mountpoint.dentry);
+  m->notify = notify_;
   mounts_[{mountpoint.mount.get(), mountpoint.dentry.get()}].push_back(m);
   mountpoint.dentry->mount_count++;
   return m;

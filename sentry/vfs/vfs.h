@@ -24,6 +24,7 @@
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fs_observer.h"
 #include "sentry/vfs/inode.h"
+#include "sentry/vfs/notify.h"
 
 namespace usentry::sentry::vfs {
 
@@ -126,6 +127,8 @@ class Vfs {
   static void NoteDenied(const ResolveContext& ctx, std::string_view op, const Path& p,
                          std::string_view name, int err);
   std::string PathOf(const Path& p) const { return PathOf(p, root()); }
+  // inotify/dnotify watches on this namespace's files (vfs/notify.h).
+  const std::shared_ptr<NotifyHub>& notify() const { return notify_; }
 
  private:
   SysResult<std::shared_ptr<FileDescription>> OpenImpl(const ResolveContext& ctx,
@@ -147,6 +150,7 @@ class Vfs {
   std::vector<std::shared_ptr<Dentry>> recent_;
   size_t recent_next_ = 0;
   uint64_t next_mount_id_ = 1;
+  std::shared_ptr<NotifyHub> notify_ = std::make_shared<NotifyHub>();
   std::shared_ptr<Mount> root_mount_;
   // (parent mount, mountpoint dentry) -> mounts stacked there, newest last.
   std::map<std::pair<const Mount*, const Dentry*>, std::vector<std::shared_ptr<Mount>>> mounts_;

@@ -1,6 +1,7 @@
 // Vfs::Open / OpenPath: open(2) semantics on top of resolution.
 #include <sys/stat.h>
 
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/permissions.h"
 #include "sentry/vfs/vfs.h"
 
@@ -45,8 +46,10 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenPath(const ResolveContext& 
     req.mask = kSetSize;
     req.size = 0;
     RETURN_IF_ERRNO(inode->SetAttr(req));
+    NotifyFile(p, IN_MODIFY);
   }
   auto file = inode->Open(p, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC));
+  if (file.ok()) NotifyFile(p, IN_OPEN);
   // One "write" record per open for writing of a regular file (not per write(2)).
   if (ctx.observer && file.ok() && type == S_IFREG && (may & kMayWrite) && Audited(p)) {
     ctx.observer->Changed(ctx, "write", PathOf(p, ctx.root), "");
@@ -135,8 +138,11 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenImpl(const ResolveContext& 
         pn.parent.inode()->Create(pn.name, m, ctx.creds->fsuid, GidForNew(*ctx.creds, da)));
     Path p{pn.parent.mount, pn.parent.dentry->ChildFor(pn.name, inode)};
     if (ctx.observer && Audited(p)) ctx.observer->Changed(ctx, "create", PathOf(p, ctx.root), "");
+    NotifyEntry(pn.parent, pn.name, IN_CREATE, /*is_dir=*/false);
     // A file just created may be opened with any access mode (creat(2) with mode 0444).
-    return inode->Open(p, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC));
+    auto file = inode->Open(p, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC));
+    if (file.ok()) NotifyFile(p, IN_OPEN);
+    return file;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/permissions.h"
 #include "sentry/vfs/vfs.h"
 
@@ -38,6 +39,70 @@ void NoteChanged(const ResolveContext& ctx, std::string_view op, const Path& dir
   ctx.observer->Changed(ctx, op, path, to);
 }
 
+// The events of a setattr, as Linux's fsnotify_change maps its attribute mask: owner
+// and mode are IN_ATTRIB, size IN_MODIFY; both times (utimes) IN_ATTRIB, atime alone
+// IN_ACCESS, mtime alone IN_MODIFY.
+uint32_t AttrChangeEvents(uint32_t m) {
+  uint32_t ev = 0;
+  if (m & (kSetMode | kSetUid | kSetGid)) ev |= IN_ATTRIB;
+  if (m & kSetSize) ev |= IN_MODIFY;
+  if ((m & (kSetAtime | kSetMtime)) == (kSetAtime | kSetMtime)) {
+    ev |= IN_ATTRIB;
+  } else if (m & kSetAtime) {
+    ev |= IN_ACCESS;
+  } else if (m & kSetMtime) {
+    ev |= IN_MODIFY;
+  }
+  return ev;
+}
+
+// After `victim` (entry `name` of `dir`, which had `links` links) was unlinked or
+// removed: a file loses a link (IN_ATTRIB); with none left it is gone (IN_DELETE_SELF)
+// and the watches on it end (IN_IGNORED); then the directory says so (IN_DELETE). The count
+// is taken before: an overlay's whited-out lower file still stats as linked.
+void NotifyRemoved(const Path& victim, const Path& dir, std::string_view name, bool is_dir,
+                   uint64_t links) {
+  NotifyHub* hub = HubOf(dir);
+  if (!hub || hub->empty()) return;
+  const bool gone = is_dir || links <= 1;
+  if (!is_dir) NotifySelf(victim, IN_ATTRIB);
+  if (gone) {
+    NotifySelf(victim, IN_DELETE_SELF);
+    DropWatches(victim);
+  }
+  NotifyEntry(dir, name, IN_DELETE, is_dir);
+}
+
+// A rename's events (Linux's fsnotify_move): IN_MOVED_FROM and IN_MOVED_TO sharing a
+// cookie, IN_ATTRIB on a replaced or exchanged target, IN_MOVE_SELF on what moved; a
+// replaced target with no other link (`dst_links` before) is gone. An exchange moves
+// both ways.
+void NotifyMoved(const Path& from_dir, std::string_view from, const Path& to_dir,
+                 std::string_view to, const Path& src, const Path* dst, uint64_t dst_links,
+                 bool exchange) {
+  NotifyHub* hub = HubOf(from_dir);
+  if (!hub || hub->empty()) return;
+  auto move = [&](const Path& a_dir, std::string_view a, const Path& b_dir, std::string_view b,
+                  const Path& what, const Path* target) {
+    uint32_t cookie = hub->NewCookie();
+    bool dir = what.inode()->IsDir();
+    const uint32_t in_dir = a_dir.dentry == b_dir.dentry ? kRenameInDir : 0;
+    NotifyEntry(a_dir, a, IN_MOVED_FROM | in_dir, dir, cookie);
+    NotifyEntry(b_dir, b, IN_MOVED_TO, dir, cookie);
+    if (target) NotifySelf(*target, IN_ATTRIB);
+    NotifySelf(what, IN_MOVE_SELF);
+  };
+  move(from_dir, from, to_dir, to, src, dst);
+  if (exchange) {
+    move(to_dir, to, from_dir, from, *dst, nullptr);
+  } else if (dst) {
+    if (dst->inode()->IsDir() || dst_links <= 1) {
+      NotifySelf(*dst, IN_DELETE_SELF);
+      DropWatches(*dst);
+    }
+  }
+}
+
 }  // namespace
 
 // Creation helpers share: resolve parent, EEXIST if present, permission, EROFS.
@@ -59,6 +124,7 @@ SysStatus Vfs::Mkdir(const ResolveContext& ctx, std::string_view path, uint32_t 
                                                               GidForNew(*ctx.creds, da)));
   pn.parent.dentry->ChildFor(pn.name, inode);
   NoteChanged(ctx, "mkdir", pn.parent, pn.name);
+  NotifyEntry(pn.parent, pn.name, IN_CREATE, /*is_dir=*/true);
   return SysOk();
 }
 
@@ -84,6 +150,7 @@ SysStatus Vfs::Mknod(const ResolveContext& ctx, std::string_view path, uint32_t 
   if (!r.ok()) return Errno{r.error()};
   pn.parent.dentry->ChildFor(pn.name, r.value());
   NoteChanged(ctx, type == S_IFREG ? "create" : "mknod", pn.parent, pn.name);
+  NotifyEntry(pn.parent, pn.name, IN_CREATE, /*is_dir=*/false);
   return SysOk();
 }
 
@@ -97,6 +164,7 @@ SysStatus Vfs::Symlink(const ResolveContext& ctx, std::string_view target, std::
                                                                 GidForNew(*ctx.creds, da)));
   pn.parent.dentry->ChildFor(pn.name, inode);
   NoteChanged(ctx, "symlink", pn.parent, pn.name, std::string(target));
+  NotifyEntry(pn.parent, pn.name, IN_CREATE, /*is_dir=*/false);
   return SysOk();
 }
 
@@ -110,6 +178,8 @@ SysStatus Vfs::Link(const ResolveContext& old_ctx, std::string_view old_path,
   RETURN_IF_ERRNO(pn.parent.inode()->Link(pn.name, *old.inode()));
   pn.parent.dentry->ChildFor(pn.name, old.dentry->inode());
   if (new_ctx.observer) NoteChanged(new_ctx, "link", pn.parent, pn.name, PathOf(old, old_ctx.root));
+  NotifySelf(old, IN_ATTRIB);  // its link count
+  NotifyEntry(pn.parent, pn.name, IN_CREATE, /*is_dir=*/false);
   return SysOk();
 }
 
@@ -130,6 +200,7 @@ SysStatus Vfs::Unlink(const ResolveContext& ctx, std::string_view path) {
   pn.parent.dentry->Forget(pn.name);
   DropRecent(victim.dentry.get());
   NoteChanged(ctx, "delete", pn.parent, pn.name);
+  NotifyRemoved(victim, pn.parent, pn.name, /*is_dir=*/false, va.nlink);
   return SysOk();
 }
 
@@ -150,6 +221,7 @@ SysStatus Vfs::Rmdir(const ResolveContext& ctx, std::string_view path) {
   pn.parent.dentry->Forget(pn.name);
   DropRecent(victim.dentry.get());
   NoteChanged(ctx, "rmdir", pn.parent, pn.name);
+  NotifyRemoved(victim, pn.parent, pn.name, /*is_dir=*/true, va.nlink);
   return SysOk();
 }
 
@@ -199,9 +271,11 @@ SysStatus Vfs::Rename(const ResolveContext& old_ctx, std::string_view old_path,
   ASSIGN_OR_RETURN_ERRNO(Attr nda, np.parent.inode()->Stat());
   ASSIGN_OR_RETURN_ERRNO(Attr sa, src.inode()->Stat());
   RETURN_IF_ERRNO(CheckSticky(*old_ctx.creds, oda, sa));
+  uint64_t dst_links = 0;
   if (dst_exists) {
     ASSIGN_OR_RETURN_ERRNO(Attr dsa, dst.inode()->Stat());
     RETURN_IF_ERRNO(CheckSticky(*new_ctx.creds, nda, dsa));
+    dst_links = dsa.nlink;
   }
   // Moving a directory to another parent rewrites its "..": needs write on it.
   if (src_dir && op.parent.dentry != np.parent.dentry) {
@@ -215,6 +289,8 @@ SysStatus Vfs::Rename(const ResolveContext& old_ctx, std::string_view old_path,
     NoteChanged(old_ctx, (flags & RENAME_EXCHANGE) ? "exchange" : "rename", op.parent, op.name, to);
   }
   if (dst_exists && !(flags & RENAME_EXCHANGE)) DropRecent(dst.dentry.get());
+  NotifyMoved(op.parent, op.name, np.parent, np.name, src, dst_exists ? &dst : nullptr, dst_links,
+              flags & RENAME_EXCHANGE);
   if (flags & RENAME_EXCHANGE) {
     op.parent.dentry->ExchangeChildren(op.name, *np.parent.dentry, np.name);
   } else {
@@ -283,6 +359,7 @@ SysStatus Vfs::SetAttr(const ResolveContext& ctx, const Path& p, SetAttrRequest 
     if (!c.IsRoot() && !c.InGroup(gid)) req.mode &= ~S_ISGID;
   }
   RETURN_IF_ERRNO(inode->SetAttr(req));
+  NotifyFile(p, AttrChangeEvents(req.mask));
   // Timestamps alone (touch) are not a change worth a record.
   if (ctx.observer && std::string_view(op) != "utimes") NoteChanged(ctx, op, p, "");
   return SysOk();

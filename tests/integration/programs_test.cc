@@ -124,10 +124,14 @@ const w = new Worker('const {parentPort}=require("worker_threads"); let s=0; for
 w.on('message', (m) => { console.log('worker', m); });
 w.on('exit', (c) => { console.log('worker exit', c);
   setTimeout(() => { console.log('timer 2');
-    cp.exec('echo async child; exit 3', (err, out) => console.log(out.trim(), err.code)); }, 20);
+    cp.exec('echo async child; exit 3', (err, out) => console.log(out.trim(), err.code)); }, 250);
   setTimeout(() => console.log('timer 1'), 5); });
 )js";
 
+// Timer 2 is set before timer 1 and due 245 ms after it: node takes each timer's start
+// from the clock when it is set, so a stall of the main thread between the two calls
+// (on a loaded 2-core machine, while the worker's thread is torn down in the sandbox,
+// 15 ms was not enough) must not reorder them.
 TEST_P(ProgramsTest, NodeTimersFsChildProcessAndWorkers) {
   if (!HostPathExists("/usr/bin/node")) GTEST_SKIP() << "no /usr/bin/node";
   ExpectSameAsNative({"/usr/bin/node", "-e", kNodeScript, "@DIR@"});
