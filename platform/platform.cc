@@ -21,6 +21,8 @@ absl::StatusOr<std::unique_ptr<Platform>> NewPlatform(const std::string& name,
     return absl::InvalidArgumentError(absl::StrFormat(
         "NewPlatform(name=\"%s\"): unknown platform; available: ptrace, systrap", name));
   }
+  // Read while /proc is still there: the stubs generated later keep the block.
+  (void)FindHostVdso();
   if (memory_file.fd < 0 || fcntl(memory_file.fd, F_GETFD) < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "NewPlatform(name=\"%s\"): memory file fd %d is not an open file descriptor", name,

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "platform/host_vdso.h"
 
 namespace usentry::platform {
 
@@ -113,6 +114,9 @@ class Platform {
     (void)parent;
     return NewContext();
   }
+  // The host vDSO block (host_vdso.h) if every AddressSpace of this platform has it
+  // mapped at its host address, below MaxUserAddress(); else null.
+  virtual const HostVdso* Vdso() const { return nullptr; }
 };
 
 // Memory file handed to the platform: every page of app memory lives in this memfd.

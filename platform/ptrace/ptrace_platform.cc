@@ -371,6 +371,11 @@ absl::Status PtraceContext::LoadFpState(AddressSpace& as, Registers& regs) {
 // ---------------------------------------------------------------------------
 // Platform
 
+const HostVdso* PtracePlatform::Vdso() const {
+  absl::StatusOr<StubPage> stub = GetStubPage();  // mapped by now: stubs exist
+  return stub.ok() ? stub->vdso : nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<AddressSpace>> PtracePlatform::NewAddressSpace() {
   ASSIGN_OR_RETURN(std::unique_ptr<PtraceAddressSpace> as,
                    PtraceAddressSpace::Create(memory_file_.fd));

@@ -155,6 +155,7 @@ class PtracePlatform final : public Platform {
   // Threads: each task's host thread traces its own stub thread of the shared process,
   // and mm operations go to the caller's own stub thread.
   bool SharedAddressSpaces() const override { return true; }
+  const HostVdso* Vdso() const override;
   absl::StatusOr<std::unique_ptr<Context>> NewThreadContext(AddressSpace& as,
                                                             Context& parent) override;
 

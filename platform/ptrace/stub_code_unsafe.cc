@@ -25,6 +25,9 @@ namespace {
 // stack ends at TASK_SIZE) or a vdso up there, the next candidates sit below any
 // randomized stack top (>= TASK_SIZE - 16 GiB) and are checked for emptiness with
 // MAP_FIXED_NOREPLACE.
+// The sentry's mm never maps below this (mm::kMinAddr).
+constexpr uint64_t kLowestAppAddress = 0x20000;
+
 constexpr uint64_t kCandidates[] = {kTaskSize - kStubPageSize, 0x7ff7fffff000, 0x7ff3fffff000,
                                     0x7ff000000000};
 
@@ -47,13 +50,26 @@ struct StubCode {
 //   clone_site (16-aligned): syscall; test rax,rax; jz child; int3; jmp fail
 //     child: pause; jmp child                  ; a new thread waits for its tracer
 // No stack is used: the munmaps remove the stack this code was entered with.
-StubCode Generate() {
+StubCode Generate(const HostVdso* vdso) {
   using namespace Xbyak::util;  // NOLINT: register names
   Xbyak::CodeGenerator g(kStubPageSize, Xbyak::DontSetProtectRWE);
   Xbyak::Label page, fail, skip_high, site;
   g.L(page);
-  g.lea(rsi, g.ptr[rip + page]);  // len = page start
-  g.xor_(edi, edi);               // addr = 0
+  if (vdso != nullptr) {
+    // Keep the host vDSO block: munmap [0, vdso) and [vdso end, page) instead.
+    g.xor_(edi, edi);
+    g.mov(rsi, vdso->start);
+    g.mov(eax, SYS_munmap);
+    g.syscall();
+    g.test(rax, rax);
+    g.jnz(fail, Xbyak::CodeGenerator::T_NEAR);
+    g.mov(rdi, vdso->end);
+    g.lea(rsi, g.ptr[rip + page]);
+    g.sub(rsi, rdi);
+  } else {
+    g.lea(rsi, g.ptr[rip + page]);  // len = page start
+    g.xor_(edi, edi);               // addr = 0
+  }
   g.mov(eax, SYS_munmap);
   g.syscall();
   g.test(rax, rax);
@@ -108,19 +124,26 @@ StubCode Generate() {
 }
 
 absl::StatusOr<StubPage> MapStubPage() {
-  const StubCode code = Generate();  // position independent: the same at every address
-  ASSIGN_OR_RETURN(
-      const uint64_t addr,
-      MapCodeAtFirstFree(
-          kCandidates, kStubPageSize,
-          [&](uint64_t) { return std::vector<uint8_t>(code.bytes, code.bytes + code.size); },
-          "stub page"));
+  // Position independent but for the vDSO block's bounds, which every candidate page
+  // above the block shares.
+  StubCode code{};
+  const HostVdso* kept = nullptr;
+  ASSIGN_OR_RETURN(const uint64_t addr, MapCodeAtFirstFree(
+                                            kCandidates, kStubPageSize,
+                                            [&](uint64_t at) {
+                                              kept = VdsoWithin(kLowestAppAddress, at);
+                                              code = Generate(kept);
+                                              return std::vector<uint8_t>(code.bytes,
+                                                                          code.bytes + code.size);
+                                            },
+                                            "stub page"));
   return StubPage{.addr = addr,
                   .entry = addr,
                   .syscall_site = addr + code.syscall_site_offset,
                   .trap_rip = addr + code.syscall_site_offset + 3,  // syscall(2) + int3(1)
                   .clone_site = addr + code.clone_site_offset,
-                  .clone_trap_rip = addr + code.clone_trap_offset};
+                  .clone_trap_rip = addr + code.clone_trap_offset,
+                  .vdso = kept};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "platform/host_vdso.h"
 #include "platform/stub_child_unsafe.h"
 
 namespace usentry::platform::ptrace {
@@ -27,6 +28,7 @@ struct StubPage {
   // own tracer seizes it; the caller's thread reports back at clone_trap_rip.
   uint64_t clone_site = 0;
   uint64_t clone_trap_rip = 0;
+  const HostVdso* vdso = nullptr;  // the host vDSO block every stub keeps, or null
 };
 
 // Maps the stub page on first use (thread safe, once per process) and returns it. The

@@ -59,10 +59,11 @@ constexpr size_t kGregsRipOffset = offsetof(ucontext_t, uc_mcontext.gregs) + 8 *
 
 class Generator : public Xbyak::CodeGenerator {
  public:
-  Generator(uint64_t code_page, uint64_t ctx_base)
+  Generator(uint64_t code_page, uint64_t ctx_base, const HostVdso* vdso)
       : Xbyak::CodeGenerator(kCodeSize, Xbyak::DontSetProtectRWE),
         code_page_(code_page),
-        ctx_base_(ctx_base) {}
+        ctx_base_(ctx_base),
+        vdso_(vdso) {}
 
   StubCode Generate() {
     using namespace Xbyak::util;  // NOLINT: register names
@@ -73,9 +74,20 @@ class Generator : public Xbyak::CodeGenerator {
     L(zygote_entry);
     mov(r15, rdi);
     ResetFpu(init_image);
-    // munmap [0, zygote page), [zygote page + 4096, code page), [code page + 4096, top)
-    xor_(edi, edi);
-    mov(rsi, r15);
+    // munmap [0, zygote page), [zygote page + 4096, code page), [code page + 4096, top),
+    // all but the host vDSO block if it is kept (below ctx_base, so below the zygote page)
+    if (vdso_ != nullptr) {
+      xor_(edi, edi);
+      mov(rsi, vdso_->start);
+      Syscall(SYS_munmap);
+      CheckZero(die);
+      mov(rdi, vdso_->end);
+      mov(rsi, r15);
+      sub(rsi, rdi);
+    } else {
+      xor_(edi, edi);
+      mov(rsi, r15);
+    }
     Syscall(SYS_munmap);
     CheckZero(die);
     lea(rdi, ptr[r15 + kPageSize]);
@@ -472,6 +484,7 @@ class Generator : public Xbyak::CodeGenerator {
 
   const uint64_t code_page_;
   const uint64_t ctx_base_;
+  const HostVdso* vdso_;  // kept in every stub when set
 };
 
 #undef OFF
@@ -485,8 +498,12 @@ absl::StatusOr<StubCode> MapStubCode() {
                        [&](uint64_t at) {
                          const uint64_t ctx_base =
                              (at - kZygotePages * kPageSize - kCtxRegionSize) & ~(kSlotSize - 1);
-                         Generator g(at, ctx_base);
+                         // The lowest app address is kMinAddr in the sentry's mm
+                         // (0x20000: the patch area sits below it).
+                         const HostVdso* vdso = VdsoWithin(kPatchBase + kPatchSize, ctx_base);
+                         Generator g(at, ctx_base, vdso);
                          code = g.Generate();
+                         code.vdso = vdso;
                          return std::vector<uint8_t>(g.getCode(), g.getCode() + g.getSize());
                        },
                        "systrap stub code"));

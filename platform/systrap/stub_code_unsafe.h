@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "platform/host_vdso.h"
 
 namespace usentry::platform::systrap {
 
@@ -52,14 +53,15 @@ inline constexpr uint64_t kHandledSignals = SigBit(SIGSYS) | SigBit(SIGSEGV) | S
                                             SigBit(kInterruptSignal);
 
 struct StubCode {
-  uint64_t code_page = 0;     // start of the code page; the region's top
-  uint64_t ctx_base = 0;      // start of the context region; MaxUserAddress of a stub
-  uint64_t zygote_entry = 0;  // StubChildArgs::entry of the zygote
-  uint64_t handler = 0;       // sa_handler (SA_SIGINFO) of every handled signal
-  uint64_t restorer = 0;      // sa_restorer (never used: the handler returns itself)
-  uint64_t first_trap = 0;    // rip of the `ud2` a new app thread traps on first
-  uint64_t fast_entry = 0;    // where patched syscall sites arrive (table entry 0)
-  uint64_t slow_trap = 0;     // rip of the `ud2` of kOpSlow
+  uint64_t code_page = 0;          // start of the code page; the region's top
+  uint64_t ctx_base = 0;           // start of the context region; MaxUserAddress of a stub
+  uint64_t zygote_entry = 0;       // StubChildArgs::entry of the zygote
+  uint64_t handler = 0;            // sa_handler (SA_SIGINFO) of every handled signal
+  uint64_t restorer = 0;           // sa_restorer (never used: the handler returns itself)
+  uint64_t first_trap = 0;         // rip of the `ud2` a new app thread traps on first
+  uint64_t fast_entry = 0;         // where patched syscall sites arrive (table entry 0)
+  uint64_t slow_trap = 0;          // rip of the `ud2` of kOpSlow
+  const HostVdso* vdso = nullptr;  // the host vDSO block every stub keeps, or null
 };
 
 // Maps the code page on first use (thread safe, once per process) and returns where

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "platform/platform.h"
 #include "sentry/fsimpl/overlay.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -220,6 +221,15 @@ SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std
   RETURN_IF_ERRNO(MapElf(*mm, main, bias));
   mm->SetBrkBase(GuestAddr(bias + main.info.load_end));
   mm->executable_path = main.path;
+  // The host vDSO, where the platform keeps it in every address space (before the
+  // interpreter takes a gap, so that it avoids the block), clear of the stack.
+  uint64_t vdso_ehdr = 0;
+  if (const platform::HostVdso* v = task.kernel().platform().Vdso();
+      v && v->end <= kMaxUserAddress - kStackSize) {
+    std::vector<mm::MemoryManager::HostMapping> parts;
+    for (const auto& p : v->parts) parts.push_back({p.start, p.end, p.prot, p.name});
+    if (mm->AddHostMappings(parts).ok()) vdso_ehdr = v->ehdr;
+  }
 
   uint64_t entry = bias + main.info.header.entry;
   uint64_t interp_bias = 0;
@@ -277,6 +287,7 @@ SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std
       AT_MINSIGSTKSZ,
       getauxval(AT_MINSIGSTKSZ),
   };
+  if (vdso_ehdr != 0) auxv.insert(auxv.begin(), {AT_SYSINFO_EHDR, vdso_ehdr});
   ASSIGN_OR_RETURN_ERRNO(uint64_t sp, BuildStack(*mm, argv, envp, path, std::move(auxv)));
 
   LoadedImage img;

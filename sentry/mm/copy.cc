@@ -25,7 +25,14 @@ SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, boo
     }
     uint64_t cur = a + done;
     size_t chunk = std::min<uint64_t>(n - done, v->end - cur);
-    fn(v->range->data() + v->range_off + (cur - v->start), chunk, done);
+    if (v->host) {
+      // Host-mapped (the vDSO block): the same bytes are at the same address in the
+      // sentry; they are never written through the sentry.
+      if (access == Access::kWrite || force) return Errno{EFAULT};
+      fn(reinterpret_cast<uint8_t*>(cur), chunk, done);
+    } else {
+      fn(v->range->data() + v->range_off + (cur - v->start), chunk, done);
+    }
     done += chunk;
   }
   return SysOk();

@@ -48,7 +48,7 @@ bool MemoryManager::RangeFree(uint64_t start, uint64_t end) const {
 }
 
 void MemoryManager::MapIntoAs(const Vma& v) {
-  if (!as_) return;
+  if (!as_ || v.host) return;
   // A failure here means the stub is gone; the task notices at its next Switch.
   (void)as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
 }
@@ -60,7 +60,7 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
     // Private pages belong to this VMA alone: give them back to the host now.
-    if (!v.shared && v.range.get() != keep) {
+    if (!v.shared && v.range && v.range.get() != keep) {
       mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
     }
     it = vmas_.erase(it);
@@ -93,6 +93,24 @@ std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> MemoryManager::
     a = v->end;
   }
   return std::make_pair(std::move(range), range_off);
+}
+
+SysStatus MemoryManager::AddHostMappings(const std::vector<HostMapping>& parts) {
+  for (const HostMapping& p : parts) {
+    if (p.start < kMinAddr || p.end > max_user_ || p.start >= p.end || !RangeFree(p.start, p.end))
+      return Errno{ENOMEM};
+  }
+  for (const HostMapping& p : parts) {
+    Vma v;
+    v.start = p.start;
+    v.end = p.end;
+    v.prot = p.prot;
+    v.max_prot = p.prot;
+    v.host = true;
+    v.name = p.name;
+    vmas_.emplace(p.start, std::move(v));
+  }
+  return SysOk();
 }
 
 SysStatus MemoryManager::InsertVma(Vma vma) {
@@ -149,7 +167,7 @@ std::unique_ptr<MemoryManager> MemoryManager::Fork() const {
   child->auxv = auxv;
   for (const auto& [start, v] : vmas_) {
     Vma c = v;
-    if (!v.shared) {
+    if (!v.shared && !v.host) {
       uint64_t len = v.end - v.start;
       // The heap keeps its reservation so that brk can keep growing in place.
       uint64_t alloc = v.name == "[heap]" ? v.range->len() - v.range_off : len;
@@ -170,6 +188,7 @@ absl::Status MemoryManager::Activate(std::unique_ptr<platform::AddressSpace> as)
     return absl::InternalError("platform address space is smaller than the sentry's layout");
   }
   for (const auto& [start, v] : vmas_) {
+    if (v.host) continue;  // the new address space has it already
     absl::Status s =
         as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
     if (!s.ok()) return s;

@@ -46,6 +46,9 @@ struct Vma {
   uint64_t file_off = 0;
   uint64_t dev = 0, ino = 0;
   std::shared_ptr<void> file_ref;  // keeps the mapped file alive, opaque to mm
+  // Mapped by the host in every address space of the platform, at the same address in
+  // the sentry (the host vDSO block, platform/host_vdso.h): no memory-file pages.
+  bool host = false;
   // The pages still hold exactly the file's bytes at file_off (filled by a whole-file
   // filler, never writable since): a MAP_FIXED remap of the same file at the same
   // offset may take them over instead of reading the file again.
@@ -104,6 +107,14 @@ class MemoryManager {
   SysResult<GuestAddr> FindGap(uint64_t len, GuestAddr hint) const;
   uint64_t max_user() const { return max_user_; }
   void set_stack_range(GuestAddr lo, GuestAddr hi) { stack_lo_ = lo, stack_hi_ = hi; }
+  // Records host-mapped ranges (Vma::host) that every address space already has: all
+  // of them, or (ENOMEM: one is not free, or beyond max_user()) none.
+  struct HostMapping {
+    uint64_t start, end;
+    int prot;
+    std::string name;
+  };
+  SysStatus AddHostMappings(const std::vector<HostMapping>& parts);
 
   // --- copy helpers: EFAULT for unmapped or protection-violating ranges ---
   SysStatus CopyIn(GuestAddr src, void* dst, size_t n) const;

@@ -213,6 +213,7 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   uint64_t start = old_addr.value();
   const Vma* v = FindVma(start);
   if (!v || v->end < start + old_len) return Errno{EFAULT};
+  if (v->host) return Errno{EINVAL};  // the vDSO block stays where the host put it
   // A shared mapping whose backing pages extend far enough (a memfd's reservation; any
   // shared mapping that does not grow) keeps mapping those same pages, so it stays
   // shared; other shared mappings that grow get fresh pages and lose sharing.
@@ -294,7 +295,7 @@ SysStatus MemoryManager::MAdviseDontNeed(GuestAddr addr, uint64_t len) {
     uint64_t stop = std::min(end, v->end);
     // Private anonymous pages read as zero afterwards. Private file pages would be
     // re-read from the file on Linux; we keep their contents instead (never zero them).
-    if (!v->shared && !v->file_ref)
+    if (!v->shared && !v->file_ref && v->range)
       mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
     a = stop;
   }

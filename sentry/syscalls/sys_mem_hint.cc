@@ -89,6 +89,11 @@ SysStatus MincoreRange(Task& t, uint64_t start, uint64_t end, uint8_t* vec) {
     const mm::Vma& v = it->second;
     if (v.end <= addr) return Errno{ENOMEM};
     const uint64_t stop = std::min(end, v.end);
+    if (v.host) {  // the vDSO block: always resident
+      memset(vec + (addr - start) / mm::kPageSize, 1, (stop - addr) / mm::kPageSize);
+      addr = stop;
+      continue;
+    }
     // Memory-file offsets of [addr, stop) and which of them hold data.
     const int fd = v.range->file()->fd();
     const uint64_t base = v.range->offset() + v.range_off + (addr - v.start);

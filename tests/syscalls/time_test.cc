@@ -1,8 +1,16 @@
 // Clocks and sleeps: clock_gettime/getres, clock_settime's refusals, nanosleep and
 // clock_nanosleep argument checks. Nothing here may set a clock: natively these run as
 // root, so only calls Linux rejects before its permission check are made.
+#include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
 
 #include "tests/syscalls/syscall_util.h"
 
@@ -10,6 +18,59 @@ namespace syscall_test {
 namespace {
 
 int64_t Ns(const timespec& ts) { return ts.tv_sec * 1000000000ll + ts.tv_nsec; }
+
+// The vDSO: announced in the auxiliary vector, an ELF image the app can read (and the
+// kernel can read from it: write(2) of its bytes), named in /proc/self/maps, and its
+// clocks agree with the kernel's in a forked child and after an execve.
+TEST(Vdso, AuxvPointsAtAnElfImageNamedInMaps) {
+  const uint64_t ehdr = getauxval(AT_SYSINFO_EHDR);
+  ASSERT_NE(ehdr, 0u);
+  EXPECT_EQ(memcmp(reinterpret_cast<const void*>(ehdr),
+                   "\x7f"
+                   "ELF",
+                   4),
+            0);
+  int p[2];
+  ASSERT_SYS_OK(pipe(p));
+  ASSERT_EQ(write(p[1], reinterpret_cast<const void*>(ehdr), 4), 4);
+  char got[4];
+  ASSERT_EQ(read(p[0], got, 4), 4);
+  EXPECT_EQ(memcmp(got,
+                   "\x7f"
+                   "ELF",
+                   4),
+            0);
+  close(p[0]);
+  close(p[1]);
+  std::ifstream maps("/proc/self/maps");
+  bool named = false;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("[vdso]") == std::string::npos) continue;
+    uint64_t lo = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    uint64_t hi = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    named = ehdr >= lo && ehdr < hi;
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(Vdso, ClocksAgreeWithTheSyscallInChildren) {
+  timespec before{};
+  ASSERT_SYS_OK(clock_gettime(CLOCK_MONOTONIC, &before));
+  pid_t child = fork();
+  if (child == 0) {
+    timespec lib{}, sys{};
+    clock_gettime(CLOCK_MONOTONIC, &lib);  // through the vDSO
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &sys);
+    bool ok = Ns(lib) >= Ns(before) && Ns(sys) >= Ns(lib) && Ns(sys) - Ns(lib) < 1000000000ll;
+    if (!ok) _exit(1);
+    // And after an execve, in a fresh image.
+    execl("/bin/sh", "sh", "-c", "exec /bin/date +%s >/dev/null", static_cast<char*>(nullptr));
+    _exit(2);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
 
 TEST(ClockGettime, MonotonicNeverGoesBack) {
   timespec a{}, b{};
