@@ -39,6 +39,26 @@ SysResult<clockid_t> HostClock(int clock) {
   }
 }
 
+// A clock id of clock_gettime/getres: the fixed ones, or a dynamic CPU clock
+// (clock_getcpuclockid, pthread_getcpuclockid): (~pid << 3) | type, bit 2 for one
+// thread. Its pid (0: the caller) must exist, a thread's in the caller's thread group,
+// as Linux checks; it is answered like CLOCK_*_CPUTIME_ID.
+SysResult<clockid_t> AppClock(Task& t, int clock) {
+  if (clock >= 0) return HostClock(clock);
+  constexpr int kPerThread = 4, kTypeMask = 3, kTypeMax = 2;  // PROF, VIRT, SCHED
+  if ((clock & kTypeMask) > kTypeMax) return Errno{EINVAL};
+  const int32_t id = ~(clock >> 3);
+  if (id != 0) {
+    if (clock & kPerThread) {
+      Task* target = t.kernel().FindTask(id);
+      if (!target || &target->thread_group() != &t.thread_group()) return Errno{EINVAL};
+    } else if (!t.kernel().FindThreadGroup(id)) {
+      return Errno{EINVAL};
+    }
+  }
+  return CLOCK_THREAD_CPUTIME_ID;
+}
+
 // Sleeps until `deadline`; on a signal writes the remaining time to `rem` (if given).
 SyscallResult SleepUntil(Task& t, absl::Time deadline, mm::GuestAddr rem) {
   Waiter w(&t);
@@ -55,7 +75,7 @@ SyscallResult SleepUntil(Task& t, absl::Time deadline, mm::GuestAddr rem) {
 }  // namespace
 
 SyscallResult SysClockGettime(Task& t, const SyscallArgs& a) {
-  ASSIGN_OR_RETURN_ERRNO(clockid_t host, HostClock(a.i32(0)));
+  ASSIGN_OR_RETURN_ERRNO(clockid_t host, AppClock(t, a.i32(0)));
   timespec ts{};
   if (clock_gettime(host, &ts) != 0) return Errno{EINVAL};
   RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ts));
@@ -63,7 +83,7 @@ SyscallResult SysClockGettime(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysClockGetres(Task& t, const SyscallArgs& a) {
-  ASSIGN_OR_RETURN_ERRNO(clockid_t host, HostClock(a.i32(0)));
+  ASSIGN_OR_RETURN_ERRNO(clockid_t host, AppClock(t, a.i32(0)));
   timespec ts{};
   clock_getres(host, &ts);
   if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ts));

@@ -1,6 +1,7 @@
 // Clocks and sleeps: clock_gettime/getres, clock_settime's refusals, nanosleep and
 // clock_nanosleep argument checks. Nothing here may set a clock: natively these run as
 // root, so only calls Linux rejects before its permission check are made.
+#include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -70,6 +71,20 @@ TEST(Vdso, ClocksAgreeWithTheSyscallInChildren) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST(ClockGettime, DynamicCpuClocks) {
+  clockid_t self = 0, other = 0;
+  ASSERT_EQ(clock_getcpuclockid(0, &self), 0);
+  timespec ts{};
+  EXPECT_EQ(clock_gettime(self, &ts), 0) << strerror(errno);
+  ASSERT_EQ(pthread_getcpuclockid(pthread_self(), &other), 0);
+  EXPECT_EQ(clock_gettime(other, &ts), 0) << strerror(errno);
+  EXPECT_EQ(clock_getres(other, &ts), 0) << strerror(errno);
+  // A process that does not exist; an invalid clock type (3).
+  const clockid_t missing = static_cast<clockid_t>(~static_cast<clockid_t>(4000000) << 3);
+  EXPECT_ERRNO(clock_gettime(missing, &ts), EINVAL);
+  EXPECT_ERRNO(clock_gettime(self | 3, &ts), EINVAL);
 }
 
 TEST(ClockGettime, MonotonicNeverGoesBack) {
