@@ -92,6 +92,7 @@ uint64_t VmBytes(const mm::MemoryManager& m) {
 
 char StateOf(const Target& t) {
   if (t.tg->zombie || t.task == nullptr) return 'Z';
+  if (t.tg->stopped) return 'T';  // job-control stop
   return t.task == CurrentTask() ? 'R' : 'S';
 }
 

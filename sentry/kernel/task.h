@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,12 @@ class Task {
   // Set by handlers that replace the register file (execve, rt_sigreturn): the
   // dispatcher must not write the result into rax.
   bool regs_replaced = false;
+  // How a syscall that returned kERestartRestartBlock resumes (a sleep continues to its
+  // deadline), set by that syscall. When no handler ran, DeliverSignals restarts it and
+  // sets restart_resume_nr: the next syscall, if it has that number, runs restart_block
+  // instead of starting over. Anything else clears both.
+  std::function<SysResult<uint64_t>(Task&)> restart_block;
+  int restart_resume_nr = -1;
 
   // Condition the task sleeps on in Block (with Kernel::mu).
   absl::CondVar cv;

@@ -97,7 +97,20 @@ int HandleSyscall(Task& t) {
   t.regs_replaced = false;
   SyscallResult r = Errno{ENOSYS};
   t.kernel().CountSyscall(static_cast<int>(args.nr));
-  if (info && info->handler) {
+  bool resumed = false;
+  if (t.restart_resume_nr >= 0) {  // see Task::restart_block
+    const bool resume = t.restart_resume_nr == args.nr && t.restart_block;
+    t.restart_resume_nr = -1;
+    auto block = std::move(t.restart_block);
+    t.restart_block = nullptr;
+    if (resume) {
+      r = block(t);
+      resumed = true;
+    }
+  }
+  if (resumed) {
+    // the interrupted sleep went on
+  } else if (info && info->handler) {
     r = info->handler(t, args);
   } else {
     t.kernel().NoteUnsupported(t.thread_group().pid(), static_cast<int>(args.nr));
@@ -131,6 +144,10 @@ void RunTask(Task* t) {
     DeliverSignals(*t, restart);
     restart = 0;
     if (t->killed || t->exiting || t->thread_group().exiting) break;
+    if (t->thread_group().stopped) {
+      ParkWhileStopped(*t);
+      continue;  // deliver what arrived meanwhile
+    }
 
     if (!t->ctx) {
       auto ctx = k.platform().NewContext();

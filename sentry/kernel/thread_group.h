@@ -44,6 +44,13 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   int exit_status = 0;  // wait(2) status word to report
   bool zombie = false;  // every thread gone; waiting to be reaped
   bool reaped = false;
+  // Job control: a stop signal's default action stops the whole group (its threads park
+  // before returning to app code) until SIGCONT or SIGKILL (signal/deliver.cc). The
+  // last stop or continue is reported once to a wait with WUNTRACED / WCONTINUED.
+  bool stopped = false;
+  int stop_signal = 0;
+  bool stop_unreported = false;
+  bool continue_unreported = false;
   // vfork: the parent sleeps until the child execs or exits.
   bool vfork_pending = false;
   WaitQueue vfork_wq;

@@ -31,7 +31,68 @@ int WaitStatusForSignal(int sig) {
   return sig | (DefaultActionOf(sig) == DefaultAction::kCore ? 0x80 : 0);
 }
 
+bool IsStopSignal(int sig) {
+  return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+// Tells the parent its child stopped or continued (Linux's do_notify_parent_cldstop):
+// SIGCHLD with CLD_STOPPED/CLD_CONTINUED unless the parent ignores SIGCHLD or set
+// SA_NOCLDSTOP; a wait blocked in the parent looks again either way.
+void NotifyParentOfStop(ThreadGroup& tg, int code, int status) {
+  std::shared_ptr<ThreadGroup> parent = tg.parent.lock();
+  if (!parent || parent->zombie) return;
+  const KSigAction& act = parent->handlers->actions[SIGCHLD];
+  if (act.handler != kSigIgn && !(act.flags & SA_NOCLDSTOP)) {
+    siginfo_t info{};
+    info.si_signo = SIGCHLD;
+    info.si_code = code;
+    info.si_pid = tg.pid();
+    info.si_status = status;
+    SendGroupSignal(*parent, info);
+  }
+  parent->child_wq.Notify(kAllEvents);
+}
+
+// A stop signal took its default action: the group stops; every thread is interrupted
+// so that it parks before running app code again.
+void GroupStop(ThreadGroup& tg, int sig) {
+  if (tg.stopped || tg.exiting) return;
+  tg.stopped = true;
+  tg.stop_signal = sig;
+  tg.stop_unreported = true;
+  tg.continue_unreported = false;
+  for (Task* t : tg.tasks) t->Interrupt();
+  NotifyParentOfStop(tg, CLD_STOPPED, sig);
+}
+
+// What generating `sig` does before it is queued (Linux's prepare_signal): SIGCONT
+// continues a stopped group and discards pending stop signals, even when SIGCONT itself
+// is blocked or ignored; a stop signal discards a pending SIGCONT.
+void PrepareSignal(ThreadGroup& tg, int sig) {
+  if (sig == SIGCONT) {
+    for (int stop : {SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU}) {
+      tg.pending.Discard(stop);
+      for (Task* t : tg.tasks) t->sig->pending.Discard(stop);
+    }
+    if (tg.stopped) {
+      tg.stopped = false;
+      tg.stop_unreported = false;
+      tg.continue_unreported = true;
+      for (Task* t : tg.tasks) t->Interrupt();
+      NotifyParentOfStop(tg, CLD_CONTINUED, SIGCONT);
+    }
+  } else if (IsStopSignal(sig)) {
+    tg.pending.Discard(SIGCONT);
+    for (Task* t : tg.tasks) t->sig->pending.Discard(SIGCONT);
+  }
+}
+
 }  // namespace
+
+void ParkWhileStopped(Task& t) {
+  ThreadGroup& tg = t.thread_group();
+  while (tg.stopped && !t.killed && !t.exiting && !tg.exiting) t.cv.Wait(&t.kernel().mu);
+}
 
 void SendGroupSignal(ThreadGroup& tg, const siginfo_t& info) {
   int sig = info.si_signo;
@@ -40,6 +101,7 @@ void SendGroupSignal(ThreadGroup& tg, const siginfo_t& info) {
     ExitGroup(tg, SIGKILL);
     return;
   }
+  PrepareSignal(tg, sig);
   Task* leader = tg.leader();
   if (Ignored(tg, leader, sig)) return;
   tg.pending.Enqueue(info);
@@ -61,6 +123,7 @@ void SendTaskSignal(Task& t, const siginfo_t& info) {
     ExitGroup(tg, SIGKILL);
     return;
   }
+  PrepareSignal(tg, sig);
   if (Ignored(tg, &t, sig)) return;
   t.sig->pending.Enqueue(info);
   if (!(t.sig->mask & SigBit(sig))) t.Interrupt();
@@ -80,7 +143,8 @@ void ForceSignal(Task& t, const siginfo_t& info) {
 void DeliverSignals(Task& t, int restart_errno) {
   ThreadGroup& tg = t.thread_group();
   user_regs_struct& gp = t.regs().gp;
-  while (true) {
+  bool stopping = false;
+  while (!stopping && !tg.stopped) {
     uint64_t deliverable = (t.sig->pending.set() | tg.pending.set()) & ~t.sig->mask;
     if (deliverable == 0) break;
     // Synchronous and lower-numbered signals first, like Linux's next_signal().
@@ -93,17 +157,23 @@ void DeliverSignals(Task& t, int restart_errno) {
     if (act.handler == kSigDfl) {
       switch (DefaultActionOf(sig)) {
         case DefaultAction::kIgnore:
-        case DefaultAction::kContinue:
-        // Job-control stops are not emulated yet: treated as ignored (documented).
-        case DefaultAction::kStop:
+        case DefaultAction::kContinue:  // the continuing happened when it was sent
           continue;
+        case DefaultAction::kStop:
+          // The group stops now; other pending signals wait until it continues. The run
+          // loop parks this thread (ParkWhileStopped) after the restart below.
+          GroupStop(tg, sig);
+          stopping = true;
+          continue;  // leaves the loop
         case DefaultAction::kTerminate:
         case DefaultAction::kCore:
           ExitGroup(tg, WaitStatusForSignal(sig));
           return;
       }
     }
-    // A handler runs: decide the fate of an interrupted syscall first.
+    // A handler runs: decide the fate of an interrupted syscall first (a restart block
+    // is never resumed after a handler: restart_syscall then gives EINTR, as Linux).
+    t.restart_block = nullptr;
     if (restart_errno != 0) {
       bool restart = restart_errno == kERestartNoIntr ||
                      (restart_errno == kERestartSys && (act.flags & SA_RESTART));
@@ -127,10 +197,14 @@ void DeliverSignals(Task& t, int restart_errno) {
     if (act.flags & SA_RESETHAND) tg.handlers->actions[sig] = KSigAction{};
     return;
   }
-  // No handler ran: interrupted syscalls restart transparently.
+  // No handler ran: interrupted syscalls restart transparently. One that left a
+  // restart block (a sleep) resumes from it when re-entered: the same syscall number
+  // comes back (a patched call site loads it again, so restart_syscall's number could
+  // not be used), and the dispatcher runs Task::restart_block instead.
   if (restart_errno != 0) {
     gp.rax = gp.orig_rax;
     gp.rip -= 2;
+    if (restart_errno == kERestartRestartBlock) t.restart_resume_nr = static_cast<int>(gp.orig_rax);
   }
   if (t.sig->has_saved_mask) {
     t.sig->mask = t.sig->saved_mask;

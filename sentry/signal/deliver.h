@@ -23,6 +23,9 @@ void ForceSignal(Task& t, const siginfo_t& info);
 // the ERESTART* code of the syscall just handled, or 0) and delivers at most one
 // handler frame, or applies default actions.
 void DeliverSignals(Task& t, int restart_errno);
+// While t's group is stopped (job control) and t is not being killed: waits. The run
+// loop calls it after DeliverSignals, before app code runs.
+void ParkWhileStopped(Task& t);
 
 // Signal frames (frame_unsafe.cc): builds the x86-64 rt_sigframe on the app stack and
 // points the registers at the handler; rt_sigreturn undoes it.

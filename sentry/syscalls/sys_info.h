@@ -44,6 +44,7 @@ SyscallResult SysSetfsuid(Task& t, const SyscallArgs& a);
 SyscallResult SysSetfsgid(Task& t, const SyscallArgs& a);
 
 // sys_time.cc
+SyscallResult SysRestartSyscall(Task& t, const SyscallArgs& a);
 SyscallResult SysClockGettime(Task& t, const SyscallArgs& a);
 SyscallResult SysClockGetres(Task& t, const SyscallArgs& a);
 SyscallResult SysGettimeofday(Task& t, const SyscallArgs& a);

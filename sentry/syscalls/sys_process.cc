@@ -40,30 +40,48 @@ bool Selected(const ThreadGroup& parent, const ThreadGroup& child, int32_t pid) 
   return child.pgid == -pid;
 }
 
+// What a wait found: a zombie to reap, or a stop or continue not reported yet.
+enum class WaitKind { kExited, kStopped, kContinued };
 struct WaitOutcome {
-  std::shared_ptr<ThreadGroup> child;
+  std::shared_ptr<ThreadGroup> child;  // null: nothing yet (WNOHANG)
+  WaitKind kind = WaitKind::kExited;
 };
 
-// Finds a zombie child matching `pid`; ECHILD if no child matches at all.
-SysResult<std::shared_ptr<ThreadGroup>> FindZombie(ThreadGroup& tg, int32_t pid) {
+// The first child matching `pid` with something `options` asks for (WEXITED, WSTOPPED
+// = WUNTRACED, WCONTINUED), in Linux's order per child; ECHILD if no child matches.
+SysResult<WaitOutcome> FindWaitable(ThreadGroup& tg, int32_t pid, int options) {
   bool any = false;
   for (auto& c : tg.children) {
     if (!Selected(tg, *c, pid)) continue;
     any = true;
-    if (c->zombie && !c->reaped) return c;
+    if ((options & WEXITED) && c->zombie && !c->reaped) return WaitOutcome{c, WaitKind::kExited};
+    if (c->zombie) continue;
+    if ((options & WSTOPPED) && c->stopped && c->stop_unreported) {
+      return WaitOutcome{c, WaitKind::kStopped};
+    }
+    if ((options & WCONTINUED) && c->continue_unreported) {
+      return WaitOutcome{c, WaitKind::kContinued};
+    }
   }
   if (!any) return Errno{ECHILD};
-  return std::shared_ptr<ThreadGroup>();
+  return WaitOutcome{};
 }
 
-// Shared by wait4 and waitid: blocks until a matching child is a zombie (or WNOHANG).
-SysResult<std::shared_ptr<ThreadGroup>> WaitForZombie(Task& t, int32_t pid, bool nohang) {
+// Shared by wait4 and waitid: blocks until FindWaitable finds something (or WNOHANG).
+// Unless WNOWAIT, a stop or continue found is reported only this once.
+SysResult<WaitOutcome> WaitForChild(Task& t, int32_t pid, int options) {
   ThreadGroup& tg = t.thread_group();
   Waiter w(&t);
   ScopedWait sw(tg.child_wq, w, kAllEvents);
   while (true) {
-    ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z, FindZombie(tg, pid));
-    if (z || nohang) return z;
+    ASSIGN_OR_RETURN_ERRNO(WaitOutcome o, FindWaitable(tg, pid, options));
+    if (o.child || (options & WNOHANG)) {
+      if (o.child && !(options & WNOWAIT)) {
+        if (o.kind == WaitKind::kStopped) o.child->stop_unreported = false;
+        if (o.kind == WaitKind::kContinued) o.child->continue_unreported = false;
+      }
+      return o;
+    }
     w.clear();
     SysStatus s = t.Block(w);
     if (!s.ok()) return Errno{kERestartSys};
@@ -130,9 +148,14 @@ SyscallResult SysWait4(Task& t, const SyscallArgs& a) {
     return Errno{EINVAL};
   }
   if (pid == INT32_MIN) return Errno{ESRCH};
-  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z, WaitForZombie(t, pid, options & WNOHANG));
-  if (!z) return 0;
-  if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj<int32_t>(a.ptr(1), z->exit_status));
+  // WUNTRACED is waitid's WSTOPPED; wait4 always reports exits.
+  ASSIGN_OR_RETURN_ERRNO(WaitOutcome o, WaitForChild(t, pid, (options & ~WNOWAIT) | WEXITED));
+  if (!o.child) return 0;
+  const std::shared_ptr<ThreadGroup>& z = o.child;
+  int32_t status = o.kind == WaitKind::kStopped     ? (z->stop_signal << 8) | 0x7f
+                   : o.kind == WaitKind::kContinued ? 0xffff
+                                                    : z->exit_status;
+  if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj<int32_t>(a.ptr(1), status));
   if (!a.ptr(3).IsNull()) {
     struct rusage ru {};
     ru.ru_utime.tv_sec = z->utime_us / 1000000;
@@ -142,7 +165,7 @@ SyscallResult SysWait4(Task& t, const SyscallArgs& a) {
     RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(3), ru));
   }
   int32_t child_pid = z->pid();
-  ReapChild(t.kernel(), t.thread_group(), *z);
+  if (o.kind == WaitKind::kExited) ReapChild(t.kernel(), t.thread_group(), *z);
   return static_cast<uint64_t>(child_pid);
 }
 
@@ -171,18 +194,19 @@ SyscallResult SysWaitid(Task& t, const SyscallArgs& a) {
     default:
       return Errno{EINVAL};
   }
-  // Only exits are reported (stops/continues are not emulated yet).
-  if (!(options & WEXITED)) {
-    if (options & WNOHANG) return 0;
-    return Errno{ECHILD};
-  }
-  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ThreadGroup> z, WaitForZombie(t, pid, options & WNOHANG));
+  ASSIGN_OR_RETURN_ERRNO(WaitOutcome o, WaitForChild(t, pid, options));
   siginfo_t info{};
-  if (z) {
+  if (const std::shared_ptr<ThreadGroup>& z = o.child) {
     info.si_signo = SIGCHLD;
     info.si_pid = z->pid();
     int st = z->exit_status;
-    if (WIFEXITED(st)) {
+    if (o.kind == WaitKind::kStopped) {
+      info.si_code = CLD_STOPPED;
+      info.si_status = z->stop_signal;
+    } else if (o.kind == WaitKind::kContinued) {
+      info.si_code = CLD_CONTINUED;
+      info.si_status = SIGCONT;
+    } else if (WIFEXITED(st)) {
       info.si_code = CLD_EXITED;
       info.si_status = WEXITSTATUS(st);
     } else {
@@ -191,7 +215,9 @@ SyscallResult SysWaitid(Task& t, const SyscallArgs& a) {
     }
   }
   if (!a.ptr(2).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(2), info));
-  if (z && !(options & WNOWAIT)) ReapChild(t.kernel(), t.thread_group(), *z);
+  if (o.child && o.kind == WaitKind::kExited && !(options & WNOWAIT)) {
+    ReapChild(t.kernel(), t.thread_group(), *o.child);
+  }
   return 0;
 }
 

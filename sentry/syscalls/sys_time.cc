@@ -69,10 +69,23 @@ SyscallResult SleepUntil(Task& t, absl::Time deadline, mm::GuestAddr rem) {
     timespec ts = absl::ToTimespec(left);
     RETURN_IF_ERRNO(t.mm().CopyOutObj(rem, ts));
   }
+  // Restarted without a handler running (a stop and SIGCONT): sleep to the same deadline.
+  t.restart_block = [deadline, rem](Task& task) -> SysResult<uint64_t> {
+    return SleepUntil(task, deadline, rem);
+  };
   return Errno{kERestartRestartBlock};
 }
 
 }  // namespace
+
+// restart_syscall(2): resumes what the interrupted syscall left in Task::restart_block;
+// called by the app only through the restart the sentry set up (else EINTR, as Linux).
+SyscallResult SysRestartSyscall(Task& t, const SyscallArgs&) {
+  if (!t.restart_block) return Errno{EINTR};
+  auto resume = std::move(t.restart_block);
+  t.restart_block = nullptr;
+  return resume(t);
+}
 
 SyscallResult SysClockGettime(Task& t, const SyscallArgs& a) {
   ASSIGN_OR_RETURN_ERRNO(clockid_t host, AppClock(t, a.i32(0)));
