@@ -62,8 +62,8 @@ constexpr SyscallInfo kTable[] = {
     {23, "select", SysSelect, Support::kFull, "", "dpppp"},
     {24, "sched_yield", SysSchedYield, Support::kFull, "", ""},
     {25, "mremap", SysMremap, Support::kPartial,
-     "single-VMA sources; MREMAP_DONTUNMAP EINVAL; shared anonymous memory that grows becomes "
-     "private",
+     "single-VMA sources; MREMAP_DONTUNMAP EINVAL; shared anonymous memory that grows, and a "
+     "SysV shm attachment grown past its segment, become private",
      "xuuxx"},
     {26, "msync", SysMsync, Support::kPartial,
      "validated (EINVAL, ENOMEM for holes); nothing to write back (shared mappings are the "
@@ -74,8 +74,8 @@ constexpr SyscallInfo kTable[] = {
      "DONTNEED/FREE release pages; other advice accepted as hints", "xud"},
     {29, "shmget", SysShmget, Support::kPartial,
      "segments are memory-file pages (count toward --memory as touched; checked up front "
-     "unless SHM_NORESERVE); limits are Linux's defaults, /proc/sys/kernel/shm* read-only; "
-     "SHM_HUGETLB: ENOMEM (no huge pages)",
+     "unless SHM_NORESERVE; all must fit the 1 TiB memory file, ENOMEM); limits are Linux's "
+     "defaults, /proc/sys/kernel/shm* read-only; SHM_HUGETLB: ENOMEM (no huge pages)",
      "xux"},
     {30, "shmat", SysShmat, Support::kFull,
      "MAP_SHARED of the segment's pages; shm_nattch counts its VMAs (fork, splits), as Linux",
