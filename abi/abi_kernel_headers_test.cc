@@ -10,6 +10,7 @@
 #include <linux/auxvec.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
+#include <linux/shm.h>
 #include <linux/signalfd.h>
 #include <linux/stat.h>
 #include <linux/sysinfo.h>
@@ -21,6 +22,7 @@
 
 #include <cstddef>
 
+#include "abi/ipc.h"
 #include "abi/misc.h"
 #include "abi/signal.h"
 #include "abi/stat.h"
@@ -133,6 +135,29 @@ static_assert(kSigRtMin == SIGRTMIN);
 static_assert(kSigSys == SIGSYS);
 static_assert(kSigStkflt == SIGSTKFLT);
 static_assert(kMinSigStkSz == MINSIGSTKSZ);
+
+static_assert(sizeof(Ipc64Perm) == sizeof(struct ipc64_perm));
+SAME_OFFSET(Ipc64Perm, mode, struct ipc64_perm, mode);
+SAME_OFFSET(Ipc64Perm, seq, struct ipc64_perm, seq);
+static_assert(sizeof(ShmidDs) == sizeof(struct shmid64_ds));
+SAME_OFFSET(ShmidDs, segsz, struct shmid64_ds, shm_segsz);
+SAME_OFFSET(ShmidDs, ctime, struct shmid64_ds, shm_ctime);
+SAME_OFFSET(ShmidDs, lpid, struct shmid64_ds, shm_lpid);
+SAME_OFFSET(ShmidDs, nattch, struct shmid64_ds, shm_nattch);
+static_assert(sizeof(ShmInfo64) == sizeof(struct shminfo64));
+SAME_OFFSET(ShmInfo64, shmall, struct shminfo64, shmall);
+static_assert(sizeof(ShmInfo) == sizeof(struct shm_info));
+SAME_OFFSET(ShmInfo, shm_rss, struct shm_info, shm_rss);
+SAME_OFFSET(ShmInfo, swap_successes, struct shm_info, swap_successes);
+static_assert(kIpcCreat == IPC_CREAT && kIpcExcl == IPC_EXCL && kIpcPrivate == IPC_PRIVATE);
+static_assert(kIpcRmid == IPC_RMID && kIpcSet == IPC_SET && kIpcStat == IPC_STAT);
+static_assert(kIpcInfo == IPC_INFO);
+static_assert(kShmRdonly == SHM_RDONLY && kShmRnd == SHM_RND && kShmRemap == SHM_REMAP);
+static_assert(kShmExec == SHM_EXEC && kShmHugetlb == SHM_HUGETLB);
+static_assert(kShmNoreserve == SHM_NORESERVE);
+static_assert(kShmLock == SHM_LOCK && kShmUnlock == SHM_UNLOCK && kShmStat == SHM_STAT);
+static_assert(kShmInfo == SHM_INFO && kShmStatAny == SHM_STAT_ANY);
+// SHM_DEST and SHM_LOCKED are kernel-internal (not in the UAPI headers).
 
 static_assert(sizeof(Termios) == sizeof(struct termios));
 SAME_OFFSET(Termios, line, struct termios, c_line);

@@ -16,6 +16,7 @@
 #include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/procfs_nodes.h"
 #include "sentry/fsimpl/procfs_pid.h"
+#include "sentry/fsimpl/procfs_sysvipc.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
@@ -58,19 +59,20 @@ InodePtr NewSysTree(std::shared_ptr<vfs::Filesystem> fs, Kernel& k) {
         f("sys/kernel/random/uuid", []() -> SysResult<std::string> { return RandomUuid(); })},
        {"entropy_avail", f("sys/kernel/random/entropy_avail", Fixed("256\n"))},
        {"poolsize", f("sys/kernel/random/poolsize", Fixed("256\n"))}});
-  auto kernel = NewProcStaticDir(
-      fs, "sys/kernel",
-      {{"osrelease", f("sys/kernel/osrelease", Fixed(absl::StrCat(kProcOsRelease, "\n")))},
-       {"ostype", f("sys/kernel/ostype", Fixed("Linux\n"))},
-       {"version", f("sys/kernel/version", Fixed(absl::StrCat(kProcOsVersion, "\n")))},
-       {"hostname", f("sys/kernel/hostname",
-                      [kp]() -> SysResult<std::string> { return kp->hostname() + "\n"; })},
-       {"domainname", f("sys/kernel/domainname", Fixed("(none)\n"))},
-       {"pid_max", f("sys/kernel/pid_max", Fixed("4194304\n"))},
-       {"threads-max", f("sys/kernel/threads-max", Fixed("63704\n"))},
-       {"ngroups_max", f("sys/kernel/ngroups_max", Fixed("65536\n"))},
-       {"cap_last_cap", f("sys/kernel/cap_last_cap", Fixed("40\n"))},
-       {"random", random}});
+  std::map<std::string, InodePtr> kernel_files = {
+      {"osrelease", f("sys/kernel/osrelease", Fixed(absl::StrCat(kProcOsRelease, "\n")))},
+      {"ostype", f("sys/kernel/ostype", Fixed("Linux\n"))},
+      {"version", f("sys/kernel/version", Fixed(absl::StrCat(kProcOsVersion, "\n")))},
+      {"hostname", f("sys/kernel/hostname",
+                     [kp]() -> SysResult<std::string> { return kp->hostname() + "\n"; })},
+      {"domainname", f("sys/kernel/domainname", Fixed("(none)\n"))},
+      {"pid_max", f("sys/kernel/pid_max", Fixed("4194304\n"))},
+      {"threads-max", f("sys/kernel/threads-max", Fixed("63704\n"))},
+      {"ngroups_max", f("sys/kernel/ngroups_max", Fixed("65536\n"))},
+      {"cap_last_cap", f("sys/kernel/cap_last_cap", Fixed("40\n"))},
+      {"random", random}};
+  kernel_files.merge(NewShmSysctls(fs));
+  auto kernel = NewProcStaticDir(fs, "sys/kernel", std::move(kernel_files));
   auto vm = NewProcStaticDir(fs, "sys/vm",
                              {{"overcommit_memory", f("sys/vm/overcommit_memory", Fixed("0\n"))},
                               {"max_map_count", f("sys/vm/max_map_count", Fixed("65530\n"))},
@@ -149,6 +151,7 @@ std::shared_ptr<vfs::Inode> NewProcfsRoot(Kernel& k) {
       {"version", f("version", Fixed(GenerateVersion()))},
       {"filesystems", f("filesystems", Fixed(GenerateFilesystems()))},
       {"sys", NewSysTree(fs, k)},
+      {"sysvipc", NewSysvipcDir(fs, k)},
   };
   auto shared_fixed = std::make_shared<std::map<std::string, InodePtr>>(std::move(fixed));
   auto lookup = [fs, kp, shared_fixed](std::string_view name) -> SysResult<InodePtr> {

@@ -1,8 +1,8 @@
 // procfs: the sandbox's synthetic /proc. Per-process directories for every thread group
 // (stat, status, maps, cmdline, environ, fd/, exe, cwd, root, mounts, net/, task/...), "self"
 // and "thread-self", and the system-wide files programs read (cpuinfo, meminfo, stat,
-// uptime, loadavg, version, filesystems, mounts, sys/kernel/..., sys/vm/...). File
-// contents are generated at open time (a snapshot) and are read-only.
+// uptime, loadavg, version, filesystems, mounts, sys/kernel/..., sys/vm/...,
+// sysvipc/shm). File contents are generated at open time (a snapshot) and are read-only.
 //
 // "self" needs the calling task, but the VFS resolves paths without one: the run loop
 // tells procfs which task runs on the current host thread (one host thread per task).

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sentry/fsimpl/devfs.h"
@@ -15,6 +17,7 @@
 #include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/tmpfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/shm_registry.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/test_kernel.h"
 #include "sentry/kernel/thread_group.h"
@@ -274,6 +277,27 @@ TEST(ProcfsNetTest, EgressFormats) {
                                         "ff000000000000000000000000000000 08 " +
                                         zero + " 00 " + zero +
                                         " 00000100 00000001 00000000 00000001     eth0\n");
+}
+
+// The SysV shm table in Linux's columns, and the limits the registry enforces.
+TEST_F(ProcfsTest, SysvipcShmListsSegmentsAndSysctlsShowTheLimits) {
+  absl::MutexLock l(&k_->mu);
+  EXPECT_EQ(ReadFile("/proc/sysvipc/shm").value(),
+            "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  "
+            "cuid  cgid      atime      dtime      ctime                   rss                  "
+            "swap\n");
+  auto id = k_->shm().Get(task_->creds(), tg_->pid(), 0x1234, 5000, 01000 | 0640,
+                          [](uint64_t) { return true; });
+  ASSERT_TRUE(id.ok()) << id.error();
+  auto table = ReadFile("/proc/sysvipc/shm");
+  ASSERT_TRUE(table.ok());
+  const std::string row = absl::StrFormat("%10d %10d  %4o %21u %5u %5u  %5u %5u %5u %5u %5u %10u",
+                                          0x1234, *id, 0640, 5000, tg_->pid(), 0, 0, 0, 0, 0, 0, 0);
+  EXPECT_NE(table->find("\n" + row + " "), std::string::npos) << *table;
+  EXPECT_EQ(ReadFile("/proc/sys/kernel/shmmax").value(), absl::StrCat(kShmMax, "\n"));
+  EXPECT_EQ(ReadFile("/proc/sys/kernel/shmall").value(), "18446744073692774399\n");
+  EXPECT_EQ(ReadFile("/proc/sys/kernel/shmmni").value(), "4096\n");
+  EXPECT_EQ(k_->vfs().Open(ctx_, "/proc/sys/kernel/shmmax", O_WRONLY, 0).error(), EACCES);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ struct Credentials {
   // Root inside the sandbox bypasses DAC checks like CAP_DAC_OVERRIDE would. It never
   // grants anything on the host: the gofer and the policy decide that.
   bool IsRoot() const { return fsuid == 0; }
+  // Whether a check that names capability `cap` (CAP_IPC_OWNER, CAP_SYS_NICE...) passes.
+  bool HasCapability(int cap) const { return euid == 0 && ((cap_effective >> cap) & 1) != 0; }
   bool InGroup(gid_t g) const {
     return g == fsgid || std::find(groups.begin(), groups.end(), g) != groups.end();
   }

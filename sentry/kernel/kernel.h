@@ -49,6 +49,7 @@ class InetStack;
 class Task;
 class ThreadGroup;
 class LimitMonitor;
+class ShmRegistry;
 
 struct KernelOptions {
   bool strace = false;
@@ -92,6 +93,8 @@ class Kernel {
   // The internet stack: port tables, local delivery, Egress/DnsService (made on first
   // use; defined in sentry/net).
   const std::shared_ptr<net::InetStack>& inet_stack();
+  // System V shared memory segments (made on first use; sentry/kernel/shm_registry.h).
+  ShmRegistry& shm();
   absl::Time boot_time() const { return boot_time_; }
   FutexTable& futexes() { return futexes_; }
   // Asynchronous timers (alarm, itimers, POSIX timers, timerfd): sentry/kernel/timers.h.
@@ -149,6 +152,7 @@ class Kernel {
   std::shared_ptr<net::UnixNamespace> unix_ns_;
   std::shared_ptr<net::NetlinkPorts> netlink_ports_;
   std::shared_ptr<net::InetStack> inet_stack_;
+  std::shared_ptr<ShmRegistry> shm_;
   absl::Time boot_time_;
   std::string hostname_;
   FutexTable futexes_;

@@ -21,6 +21,7 @@
 #include "platform/platform.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/mm/guest_addr.h"
+#include "sentry/mm/mapping_observer.h"
 #include "sentry/mm/memory_file.h"
 
 namespace usentry::sentry::mm {
@@ -53,6 +54,9 @@ struct Vma {
   // filler, never writable since): a MAP_FIXED remap of the same file at the same
   // offset may take them over instead of reading the file again.
   bool pristine = false;
+  // Told when this VMA is made, copied (split, fork) and removed (mapping_observer.h);
+  // SysV shm attachments have one, other VMAs none.
+  ObservedMapping observer;
 };
 
 // Fills up to `len` bytes at `dst` with file contents starting at `file_off` and
@@ -80,6 +84,8 @@ struct MMapOpts {
   // maps these pages from byte file_off on (coherent with the file's read/write); they
   // must cover [file_off, file_off+len rounded to pages). Private mappings use `fill`.
   std::shared_ptr<MemoryRange> shared_pages;
+  // Counts the VMAs of this mapping (SysV shm attachments); see Vma::observer.
+  std::shared_ptr<MappingObserver> observer;
 };
 
 class MemoryManager {

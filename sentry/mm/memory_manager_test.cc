@@ -244,5 +244,91 @@ TEST_F(MemoryManagerTest, TranslateIovecsChecksEveryElement) {
   EXPECT_EQ(mm_->TranslateIovecs(a, -1, Access::kRead).error(), EINVAL);
 }
 
+// Counts the VMAs that hold it, as SysV shm counts attachments.
+struct CountingObserver final : MappingObserver {
+  void VmaOpened() override { open++; }
+  void VmaClosed() override { open--; }
+  int open = 0;
+};
+
+class ObservedMappingTest : public MemoryManagerTest {
+ protected:
+  // A shared mapping of `pages_` (4 pages) observed by `obs_`.
+  GuestAddr MapObserved(GuestAddr addr = GuestAddr(), int flags = MAP_SHARED) {
+    MMapOpts o;
+    o.addr = addr;
+    o.len = 4 * kPageSize;
+    o.prot = PROT_READ | PROT_WRITE;
+    o.flags = flags;
+    o.shared_pages = pages_;
+    o.observer = obs_;
+    auto r = mm_->MMap(o);
+    EXPECT_TRUE(r.ok()) << r.error();
+    return r.ok() ? r.value() : GuestAddr();
+  }
+
+  std::shared_ptr<MemoryRange> pages_;
+  std::shared_ptr<CountingObserver> obs_ = std::make_shared<CountingObserver>();
+
+  void SetUp() override {
+    MemoryManagerTest::SetUp();
+    pages_ = mf_->Allocate(4 * kPageSize);
+  }
+};
+
+TEST_F(ObservedMappingTest, SplitsAndRemovalsAreCounted) {
+  GuestAddr a = MapObserved();
+  EXPECT_EQ(obs_->open, 1);
+  // mprotect of the middle page: three VMAs, as Linux counts shm_nattch.
+  ASSERT_TRUE(mm_->MProtect(a + kPageSize, kPageSize, PROT_READ).ok());
+  EXPECT_EQ(obs_->open, 3);
+  ASSERT_TRUE(mm_->MUnmap(a + kPageSize, kPageSize).ok());
+  EXPECT_EQ(obs_->open, 2);
+  ASSERT_TRUE(mm_->MUnmap(a, 4 * kPageSize).ok());
+  EXPECT_EQ(obs_->open, 0);
+}
+
+TEST_F(ObservedMappingTest, ForkCountsTheChildsCopyAndDestructionCloses) {
+  MapObserved();
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(obs_->open, 2);
+  child.reset();  // exit of the child
+  EXPECT_EQ(obs_->open, 1);
+  mm_.reset();
+  EXPECT_EQ(obs_->open, 0);
+}
+
+TEST_F(ObservedMappingTest, FixedMappingOverItCloses) {
+  GuestAddr a = MapObserved();
+  Map(kPageSize, PROT_READ, MAP_PRIVATE | MAP_FIXED, a);
+  EXPECT_EQ(obs_->open, 1);  // the remaining three pages are still one VMA
+  Map(3 * kPageSize, PROT_READ, MAP_PRIVATE | MAP_FIXED, a + kPageSize);
+  EXPECT_EQ(obs_->open, 0);
+}
+
+TEST_F(ObservedMappingTest, MremapWithinThePagesStaysOneVmaAndMovesKeepTheCount) {
+  GuestAddr a = MapObserved();
+  ASSERT_TRUE(mm_->MRemap(a, 4 * kPageSize, 2 * kPageSize, 0, GuestAddr()).ok());
+  EXPECT_EQ(obs_->open, 1);
+  // Growing back over the same pages, in place: the VMA grows, no new one.
+  ASSERT_TRUE(mm_->MRemap(a, 2 * kPageSize, 4 * kPageSize, 0, GuestAddr()).ok());
+  EXPECT_EQ(obs_->open, 1);
+  EXPECT_EQ(mm_->vmas().size(), 1u);
+  uint32_t v = 5;
+  ASSERT_TRUE(mm_->CopyOut(a + 3 * kPageSize, &v, 4).ok());
+  EXPECT_EQ(*reinterpret_cast<uint32_t*>(pages_->data() + 3 * kPageSize), 5u);
+  auto moved = mm_->MRemap(a, 4 * kPageSize, 4 * kPageSize, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           a + 64 * kPageSize);
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(obs_->open, 1);
+  // Growing past the pages makes a private copy, which is no longer observed.
+  Map(kPageSize, PROT_READ, MAP_PRIVATE | MAP_FIXED, moved.value() + 4 * kPageSize);
+  auto grown =
+      mm_->MRemap(moved.value(), 4 * kPageSize, 8 * kPageSize, MREMAP_MAYMOVE, GuestAddr());
+  ASSERT_TRUE(grown.ok());
+  EXPECT_EQ(obs_->open, 0);
+}
+
 }  // namespace
 }  // namespace usentry::sentry::mm

@@ -23,6 +23,15 @@ constexpr uint64_t kHeapInitialReserve = 64ull << 20;
 
 uint64_t PageUp(uint64_t v) { return (v + kPageSize - 1) & ~(kPageSize - 1); }
 
+// A copy of `v` for pages that are not v's own (fresh or copied ones): it is not one
+// more VMA of v's observer, so it holds none (and the observer hears nothing).
+Vma CopyUnobserved(Vma& v) {
+  ObservedMapping kept = std::move(v.observer);
+  Vma copy = v;
+  v.observer = std::move(kept);
+  return copy;
+}
+
 // Fills a fresh range with file contents through a bounce buffer written
 // with pwrite, not through the sentry's mapping: each page touched through the mapping
 // costs a page fault (and a TLB shootdown when it is freed), which on a virtualized
@@ -107,6 +116,7 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   v.ino = o.ino;
   v.file_ref = o.file_ref;
   v.pristine = o.fill && o.fill_is_whole_file && type == MAP_PRIVATE && !(o.prot & PROT_WRITE);
+  v.observer = ObservedMapping(o.observer);
   RETURN_IF_ERRNO(InsertVma(std::move(v)));
   return GuestAddr(addr);
 }
@@ -227,14 +237,22 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
     // Grow in place when the following addresses are free.
     if (start + new_len <= max_user_ && RangeFree(start + old_len, start + new_len) &&
         v->end == start + old_len) {
-      Vma ext = *v;
+      Vma& grown = vmas_.find(v->start)->second;
       if (keep_pages) {
-        ext.range_off = src_off + old_len;
-      } else {
-        ext.range = mf_->Allocate(new_len - old_len);
-        if (!ext.range) return Errno{ENOMEM};
-        ext.range_off = 0;
+        // The same pages continue: the VMA itself grows, as on Linux (a SysV shm
+        // attachment stays one attachment).
+        grown.end = start + new_len;
+        if (as_) {
+          (void)as_->MapFile(start + old_len, new_len - old_len,
+                             grown.range->offset() + src_off + old_len, grown.prot);
+        }
+        return old_addr;
       }
+      // Fresh pages: a VMA of its own, not one of the observed object's.
+      Vma ext = CopyUnobserved(grown);
+      ext.range = mf_->Allocate(new_len - old_len);
+      if (!ext.range) return Errno{ENOMEM};
+      ext.range_off = 0;
       ext.start = start + old_len;
       ext.end = start + new_len;
       ext.file_off = v->file_off + (ext.start - v->start);
@@ -273,7 +291,9 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   if (!r) return Errno{ENOMEM};
   uint64_t copy = std::min(old_len, new_len);
   mf_->CopySparse(v->range->offset() + v->range_off + (start - v->start), r->offset(), copy);
-  Vma moved = *v;
+  // A private copy: no longer the observed object's pages (a SysV shm attachment that
+  // grew past its segment is detached from it).
+  Vma moved = CopyUnobserved(vmas_.find(v->start)->second);
   moved.start = dst;
   moved.end = dst + new_len;
   moved.range = std::move(r);

@@ -41,8 +41,7 @@ SysStatus CheckMapped(Task& t, uint64_t start, uint64_t len) {
 // Linux's can_do_mlock: RLIMIT_MEMLOCK room or CAP_IPC_LOCK. The limit itself is not
 // charged (nothing is ever paged out to make room for).
 SysStatus CanLock(Task& t) {
-  const Credentials& c = t.creds();
-  if (c.euid == 0 && ((c.cap_effective >> kCapIpcLock) & 1)) return SysOk();
+  if (t.creds().HasCapability(kCapIpcLock)) return SysOk();
   if (t.thread_group().rlimits[RLIMIT_MEMLOCK].rlim_cur != 0) return SysOk();
   return Errno{EPERM};
 }

@@ -22,8 +22,6 @@ namespace {
 
 constexpr int kCapSysNice = 23;
 
-bool HasCap(const Credentials& c, int cap) { return c.euid == 0 && (c.cap_effective >> cap) & 1; }
-
 // The process `pid` names (0 = the caller): a thread group id, or any thread's id.
 SysResult<ThreadGroup*> FindProcess(Task& t, int32_t pid) {
   if (pid < 0) return Errno{EINVAL};
@@ -175,7 +173,7 @@ namespace {
 // EACCES for setpriority, EPERM for sched_setattr), as on Linux.
 SysStatus SetNice(Task& t, ThreadGroup& tg, int nice, int lower_errno) {
   const Credentials& me = t.creds();
-  const bool can_nice = HasCap(me, kCapSysNice);
+  const bool can_nice = me.HasCapability(kCapSysNice);
   const rlimit& lim = t.thread_group().rlimits[RLIMIT_NICE];
   const bool rlimit_allows = lim.rlim_cur >= static_cast<rlim_t>(20 - nice);
   const Credentials* c = &tg == &t.thread_group() ? &me : CredsOf(tg);

@@ -16,6 +16,7 @@
 #include "sentry/syscalls/sys_poll.h"
 #include "sentry/syscalls/sys_process.h"
 #include "sentry/syscalls/sys_sched.h"
+#include "sentry/syscalls/sys_shm.h"
 #include "sentry/syscalls/sys_signal.h"
 #include "sentry/syscalls/sys_signal_wait.h"
 #include "sentry/syscalls/sys_socket.h"
@@ -62,8 +63,8 @@ constexpr SyscallInfo kTable[] = {
     {23, "select", SysSelect, Support::kFull, "", "dpppp"},
     {24, "sched_yield", SysSchedYield, Support::kFull, "", ""},
     {25, "mremap", SysMremap, Support::kPartial,
-     "single-VMA sources; MREMAP_DONTUNMAP EINVAL; shared anonymous memory that grows becomes "
-     "private",
+     "single-VMA sources; MREMAP_DONTUNMAP EINVAL; shared anonymous memory that grows, and a "
+     "SysV shm attachment grown past its segment, become private",
      "xuuxx"},
     {26, "msync", SysMsync, Support::kPartial,
      "validated (EINVAL, ENOMEM for holes); nothing to write back (shared mappings are the "
@@ -72,9 +73,18 @@ constexpr SyscallInfo kTable[] = {
     {27, "mincore", SysMincore, Support::kFull, "resident = the memory file holds the page", "xup"},
     {28, "madvise", SysMadvise, Support::kPartial,
      "DONTNEED/FREE release pages; other advice accepted as hints", "xud"},
-    {29, "shmget", nullptr, Support::kUnimplemented, "", ""},
-    {30, "shmat", nullptr, Support::kUnimplemented, "", ""},
-    {31, "shmctl", nullptr, Support::kUnimplemented, "", ""},
+    {29, "shmget", SysShmget, Support::kPartial,
+     "segments are memory-file pages (count toward --memory as touched; checked up front "
+     "unless SHM_NORESERVE; all must fit the 1 TiB memory file, ENOMEM); limits are Linux's "
+     "defaults, /proc/sys/kernel/shm* read-only; SHM_HUGETLB: ENOMEM (no huge pages)",
+     "xux"},
+    {30, "shmat", SysShmat, Support::kFull,
+     "MAP_SHARED of the segment's pages; shm_nattch counts its VMAs (fork, splits), as Linux",
+     "dpx"},
+    {31, "shmctl", SysShmctl, Support::kFull,
+     "SHM_LOCK records SHM_LOCKED and charges RLIMIT_MEMLOCK (pages are never swapped "
+     "anyway); SHM_INFO's swap counts are 0",
+     "ddp"},
     {32, "dup", SysDup, Support::kFull, "", "f"},
     {33, "dup2", SysDup2, Support::kFull, "", "ff"},
     {34, "pause", SysPause, Support::kFull, "", ""},
@@ -158,7 +168,7 @@ constexpr SyscallInfo kTable[] = {
     {64, "semget", nullptr, Support::kUnimplemented, "", ""},
     {65, "semop", nullptr, Support::kUnimplemented, "", ""},
     {66, "semctl", nullptr, Support::kUnimplemented, "", ""},
-    {67, "shmdt", nullptr, Support::kUnimplemented, "", ""},
+    {67, "shmdt", SysShmdt, Support::kFull, "", "p"},
     {68, "msgget", nullptr, Support::kUnimplemented, "", ""},
     {69, "msgsnd", nullptr, Support::kUnimplemented, "", ""},
     {70, "msgrcv", nullptr, Support::kUnimplemented, "", ""},

@@ -1,7 +1,8 @@
 // The programs agents actually run, each natively and under usentry on the same inputs
 // (issue 4's proof list): make -j2 building a multi-file C program, git, tar with gzip
 // and xz, sqlite3 (WAL mode), perl, bash job control and traps, find | xargs -P2,
-// python3 -m venv, node with timers, fs, child_process and worker_threads.
+// python3 -m venv, node with timers, fs, child_process and worker_threads, and util-linux's
+// ipcs/ipcmk/ipcrm over System V shared memory a Python program made.
 #include <string>
 #include <vector>
 
@@ -135,6 +136,74 @@ w.on('exit', (c) => { console.log('worker exit', c);
 TEST_P(ProgramsTest, NodeTimersFsChildProcessAndWorkers) {
   if (!HostPathExists("/usr/bin/node")) GTEST_SKIP() << "no /usr/bin/node";
   ExpectSameAsNative({"/usr/bin/node", "-e", kNodeScript, "@DIR@"});
+}
+
+// A Python program (ctypes) makes a System V segment, a second process attaches it by
+// key and answers through it, and util-linux's ipcs (which reads /proc/sysvipc/shm and
+// calls shmctl) shows it attached, removed-but-attached ("dest") and gone; ipcmk/ipcrm
+// make and remove another. Natively it runs in a fresh IPC namespace (as the sandbox is
+// one), so ids start at 0 on both sides and the host's segments are never touched.
+constexpr char kSysvShmScript[] = R"py(
+import ctypes, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmat.restype = ctypes.c_void_p
+libc.shmdt.argtypes = [ctypes.c_void_p]
+libc.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+IPC_CREAT, IPC_RMID = 0o1000, 0
+def run(*argv):
+    sys.stdout.flush()
+    subprocess.run(argv, check=True)
+shmid = libc.shmget(0x5eed, 65536, IPC_CREAT | 0o640)
+addr = libc.shmat(shmid, None, 0)
+ctypes.memmove(addr, b"hello from python", 17)
+reader = ("import ctypes; l = ctypes.CDLL(None); l.shmat.restype = ctypes.c_void_p; "
+          "a = l.shmat(l.shmget(0x5eed, 0, 0), None, 0); "
+          "print('child reads', ctypes.string_at(a, 17).decode()); "
+          "ctypes.memmove(a + 100, b'reply', 5)")
+run(sys.executable, "-c", reader)
+print("parent reads", ctypes.string_at(addr + 100, 5).decode())
+run("ipcs", "-m")
+run("ipcs", "-m", "-u")
+libc.shmctl(shmid, IPC_RMID, None)
+run("ipcs", "-m")
+libc.shmdt(addr)
+run("ipcs", "-m")
+made = subprocess.run(["ipcmk", "-M", "8192"], check=True, capture_output=True, text=True)
+new_id = made.stdout.split()[-1]
+listed = subprocess.run(["ipcs", "-m"], check=True, capture_output=True, text=True).stdout
+# ipcmk picks a random key: show the other columns.
+print([line.split()[1:] for line in listed.splitlines() if line.split()[1:2] == [new_id]])
+run("ipcrm", "-m", new_id)
+run("ipcs", "-m", "-l")
+)py";
+
+TEST_P(ProgramsTest, IpcsShowsSysvSharedMemoryOfAPythonProgram) {
+  for (const char* tool : {"/usr/bin/python3", "/usr/bin/ipcs", "/usr/bin/ipcmk", "/usr/bin/ipcrm",
+                           "/usr/bin/unshare"}) {
+    if (!HostPathExists(tool)) GTEST_SKIP() << "no " << tool;
+  }
+  if (Native({"/usr/bin/unshare", "--ipc", "/bin/true"}).exit_code != 0) {
+    GTEST_SKIP() << "no private IPC namespace for the native run";
+  }
+  RunResult native =
+      Native({"/usr/bin/unshare", "--ipc", "/usr/bin/python3", "-c", kSysvShmScript});
+  ASSERT_EQ(native.exit_code, 0) << native.Describe();
+  RunResult sandboxed = Sandboxed({"/usr/bin/python3", "-c", kSysvShmScript}, {"--user", "0"});
+  EXPECT_EQ(sandboxed.exit_code, 0) << sandboxed.Describe();
+  EXPECT_EQ(sandboxed.out, native.out)
+      << "sandboxed: " << sandboxed.Describe() << "\nnative: " << native.Describe();
+  // What a user looks for: the segment, attached once, then marked for destruction.
+  EXPECT_NE(sandboxed.out.find("child reads hello from python\nparent reads reply\n"),
+            std::string::npos);
+  EXPECT_NE(sandboxed.out.find("0x00005eed 0          root       640        65536      1"),
+            std::string::npos)
+      << sandboxed.out;
+  EXPECT_NE(sandboxed.out.find("0x00000000 0          root       640        65536      1"
+                               "          dest"),
+            std::string::npos)
+      << sandboxed.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, ProgramsTest, ::testing::ValuesIn(kTestPlatforms));
