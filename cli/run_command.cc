@@ -34,16 +34,21 @@ GoferPlan MakeGoferPlan(const RunOptions& options) {
     const policy::Mount& m = p.mounts[i];
     mounts.push_back(gofer::MountTree(static_cast<int>(i), m.source, m.read_only));
   }
+  // Started as root, the caller's gofer is host nobody with file-access capabilities:
+  // what it creates is given back to the caller.
+  std::optional<gofer::GoferConfig::Owner> caller;
+  if (geteuid() == 0) caller = gofer::GoferConfig::Owner{geteuid(), getegid()};
   if (p.rootfs) {
     // The caller chose the image: it is served as the caller would read it.
     plan.view.trees.push_back(gofer::RootfsTree(*p.rootfs));
     plan.view_identity = sentry::confine::GoferIdentity::kCaller;
+    plan.view.new_owner = caller;
     for (gofer::TreeConfig& t : mounts) plan.view.trees.push_back(std::move(t));
     return plan;
   }
   plan.view.trees.push_back(gofer::DefaultRootTree());
   plan.view_identity = sentry::confine::GoferIdentity::kHostNobody;
-  if (!mounts.empty()) plan.mounts = gofer::GoferConfig{std::move(mounts)};
+  if (!mounts.empty()) plan.mounts = gofer::GoferConfig{std::move(mounts), caller};
   return plan;
 }
 

@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<FileServer>> FileServer::Create(const GoferConfig
                                                                size_t max_handles) {
   std::unique_ptr<FileServer> server(new FileServer());
   server->max_handles_ = max_handles;
+  server->new_owner_ = config.new_owner;
   for (const TreeConfig& tc : config.trees) {
     for (const Tree& t : server->trees_) {
       if (t.config.name == tc.name) {

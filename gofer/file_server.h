@@ -48,6 +48,7 @@ class FileServer {
     UniqueFd root;  // O_PATH|O_DIRECTORY
     MaskSet masks;
   };
+  std::optional<GoferConfig::Owner> new_owner_;
   struct Entry {
     UniqueFd fd;      // O_PATH|O_NOFOLLOW, owned
     size_t tree = 0;  // index in trees_
@@ -58,6 +59,8 @@ class FileServer {
   FileServer() = default;
 
   SysResult<Entry*> Get(uint64_t handle);
+  // Gives entry `name` of `dir` (just created) to GoferConfig::new_owner, if set.
+  SysStatus GiveToOwner(const Entry& dir, const std::string& name) const;
   const Tree& TreeOf(const Entry& e) const { return trees_[e.tree]; }
   // Registers fd (an O_PATH FD of the new node) and returns its Node.
   SysResult<Node> AddHandle(UniqueFd fd, size_t tree, std::string rel);

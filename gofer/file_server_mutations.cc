@@ -43,6 +43,11 @@ SysResult<Node> FileServer::CreateFile(uint64_t dir, const std::string& name, ui
   int fd = ::openat(d->fd.get(), name.c_str(), host_flags, mode & kFileModeBits);
   if (fd < 0) return Errno{errno};
   UniqueFd file(fd);
+  // The owner first: chown clears the set-user-ID bit the mode may ask for.
+  if (SysStatus own = GiveToOwner(*d, name); !own.ok()) {
+    ::unlinkat(d->fd.get(), name.c_str(), 0);
+    return Errno{own.error()};
+  }
   // The gofer's umask must not change the mode the sentry (which applied the app's umask)
   // asked for.
   if (::fchmod(file.get(), mode & kFileModeBits) != 0) {
@@ -63,6 +68,18 @@ SysResult<Node> FileServer::CreateFile(uint64_t dir, const std::string& name, ui
   return node;
 }
 
+SysStatus FileServer::GiveToOwner(const Entry& dir, const std::string& name) const {
+  if (!new_owner_) return SysOk();
+  struct stat ds;
+  if (::fstat(dir.fd.get(), &ds) != 0) return Errno{errno};
+  // As Linux gives a new entry the group of a set-group-ID directory.
+  const gid_t gid = (ds.st_mode & S_ISGID) ? ds.st_gid : new_owner_->gid;
+  if (::fchownat(dir.fd.get(), name.c_str(), new_owner_->uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Errno{errno};
+  }
+  return SysOk();
+}
+
 SysResult<Node> FileServer::Mkdir(uint64_t dir, const std::string& name, uint32_t mode) {
   RETURN_IF_ERRNO(ValidateName(name));
   ASSIGN_OR_RETURN_ERRNO(Entry * d, Get(dir));
@@ -70,6 +87,10 @@ SysResult<Node> FileServer::Mkdir(uint64_t dir, const std::string& name, uint32_
   if (TreeOf(*d).config.read_only) return Errno{EROFS};
   RETURN_IF_ERRNO(CheckCreatable(*d, name));
   if (::mkdirat(d->fd.get(), name.c_str(), mode & kDirModeBits) != 0) return Errno{errno};
+  if (SysStatus own = GiveToOwner(*d, name); !own.ok()) {
+    ::unlinkat(d->fd.get(), name.c_str(), AT_REMOVEDIR);
+    return Errno{own.error()};
+  }
   ASSIGN_OR_RETURN_ERRNO(UniqueFd fd, OpenBeneath(d->fd.get(), name, O_PATH | O_DIRECTORY));
   // Undo the gofer's umask (see CreateFile).
   if (::chmod(ProcFdPath(fd.get()).c_str(), mode & kDirModeBits) != 0) return Errno{errno};
@@ -86,6 +107,10 @@ SysResult<Node> FileServer::Symlink(uint64_t dir, const std::string& name,
   RETURN_IF_ERRNO(CheckCreatable(*d, name));
   // The target is stored verbatim; it is only ever interpreted by the sentry.
   if (::symlinkat(target.c_str(), d->fd.get(), name.c_str()) != 0) return Errno{errno};
+  if (SysStatus own = GiveToOwner(*d, name); !own.ok()) {
+    ::unlinkat(d->fd.get(), name.c_str(), 0);
+    return Errno{own.error()};
+  }
   return WalkCreated(*d, name);
 }
 

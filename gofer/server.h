@@ -32,6 +32,14 @@ struct TreeConfig {
 
 struct GoferConfig {
   std::vector<TreeConfig> trees;
+  // Set when the gofer runs as another host uid than the caller's (started as root, the
+  // caller's gofer becomes host nobody keeping only file-access capabilities): what it
+  // creates is then chowned to these ids, as if the caller had made it, with the group
+  // of a set-group-ID directory kept.
+  struct Owner {
+    uint32_t uid = 0, gid = 0;
+  };
+  std::optional<Owner> new_owner;
 };
 
 // Host "/" as tree "root", read-only: only usr, bin, sbin, lib*, etc at the top level,

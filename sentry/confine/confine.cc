@@ -177,7 +177,7 @@ constexpr gid_t kNogroupGid = 65534;
 // As host root: nobody. Runs after DropCapabilities kept only CAP_SETUID, CAP_SETGID
 // and CAP_SETPCAP (and locked the securebits, so the uid change does not drop them by
 // itself); drops those from every set last.
-ConfineLayer BecomeHostNobody(bool host_root) {
+ConfineLayer BecomeHostNobody(bool host_root, uint64_t keep) {
   ConfineLayer layer{"host-identity", false, ""};
   if (!host_root) {
     layer.applied = true;
@@ -195,16 +195,21 @@ ConfineLayer BecomeHostNobody(bool host_root) {
       return layer;
     }
   }
+  keep &= ~kSetIdCapabilities;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capset, &header, none) != 0) {
-    layer.detail = absl::StrCat("capset(none) as nobody: ", strerror(errno));
+  __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+  for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; ++i) {
+    caps[i].permitted = caps[i].effective = static_cast<uint32_t>(keep >> (32 * i));
+  }
+  if (syscall(SYS_capset, &header, caps) != 0) {
+    layer.detail = absl::StrCat("capset as nobody: ", strerror(errno));
     return layer;
   }
-  // A credential change clears the parent-death signal; netgate dies with the CLI.
+  // A credential change clears the parent-death signal: the helper dies with the CLI.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   layer.applied = true;
-  layer.detail = "host nobody (65534), no capabilities";
+  layer.detail = keep == 0 ? "host nobody (65534), no capabilities"
+                           : "host nobody (65534), file-access capabilities only";
   return layer;
 }
 

@@ -63,9 +63,10 @@ ConfineLayer DropCapabilities(bool enabled, uint64_t keep);
 // The capabilities BecomeHostNobody needs DropCapabilities to have kept.
 inline constexpr uint64_t kSetIdCapabilities = (1ull << 6) | (1ull << 7) | (1ull << 8);
 // As host root (`host_root`): setresgid/setresuid to nobody (65534), supplementary
-// groups cleared, then CAP_SETUID/SETGID/SETPCAP dropped from every set, so that no
-// capability is left; the parent-death signal is re-armed. Otherwise nothing to do.
-ConfineLayer BecomeHostNobody(bool host_root);
+// groups cleared, then CAP_SETUID/SETGID/SETPCAP dropped from every set, so that only
+// the capabilities in `keep` (kept by DropCapabilities too) are left; the parent-death
+// signal is re-armed. Otherwise nothing to do.
+ConfineLayer BecomeHostNobody(bool host_root, uint64_t keep = 0);
 // SIGSYS handler naming the offending syscall (USENTRY_DEBUG_SECCOMP=1), then abort.
 absl::Status InstallSeccompDebugHandler();
 // The last two layers of the gofer's and netgate's confinement: no_new_privs, then the

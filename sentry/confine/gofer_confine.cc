@@ -79,17 +79,15 @@ absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
 
 absl::StatusOr<ConfineReport> ConfineGofer(GoferIdentity identity) {
   ConfineReport report;
-  if (identity == GoferIdentity::kHostNobody) {
-    const bool host_root = geteuid() == 0;
-    report.layers.push_back(DropCapabilities(true, host_root ? kSetIdCapabilities : 0));
-    report.layers.push_back(BecomeHostNobody(host_root));
-    // A credential change makes the process non-dumpable, and its /proc/self/fd (which
-    // EnterProcRoot made its root, and which reopening an O_PATH FD goes through) then
-    // belongs to root: make it its own again.
-    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return ErrnoStatus("prctl(PR_SET_DUMPABLE, 1)");
-  } else {
-    report.layers.push_back(DropCapabilities(true, kFileCapabilities));
-  }
+  // As root both become host nobody: the view's gofer with no capability, the caller's
+  // with the file-access ones (what it creates is chowned back to the caller,
+  // GoferConfig::new_owner). The process stays non-dumpable after the uid change, so a
+  // process of that uid (a sentry is host nobody too) cannot ptrace it; its own
+  // /proc/self/fd stays open to it (Linux lets a task into its own fd directory).
+  const bool host_root = geteuid() == 0;
+  const uint64_t keep = identity == GoferIdentity::kHostNobody ? 0 : kFileCapabilities;
+  report.layers.push_back(DropCapabilities(true, keep | (host_root ? kSetIdCapabilities : 0)));
+  report.layers.push_back(BecomeHostNobody(host_root, keep));
   RETURN_IF_ERROR(
       LockDown(report, "gofer", [](uint32_t action) { return BuildGoferFilter(action); }));
   return report;

@@ -82,6 +82,22 @@ TEST_P(IsolationTest, ReadWriteMountWritesLandOnTheHost) {
   EXPECT_EQ(ReadHostFile(host.path() + "/sub/f"), "y\n");
 }
 
+// The caller's gofer gives up host root too (host nobody with file-access capabilities),
+// but what the sandbox creates in a rw mount is the caller's, as if the caller made it.
+TEST_P(IsolationTest, WhatTheSandboxCreatesInAMountIsTheCallers) {
+  TempDir host;
+  RunResult r =
+      Sandboxed({kBusybox, "sh", "-c", "echo x > /data/f && mkdir /data/d && ln -s f /data/l"},
+                {"--mount", host.path() + ":/data:rw"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  for (const char* name : {"f", "d", "l"}) {
+    struct stat st;
+    ASSERT_EQ(lstat((host.path() + "/" + name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_uid, geteuid()) << name;
+    EXPECT_EQ(st.st_gid, getegid()) << name;
+  }
+}
+
 TEST_P(IsolationTest, SymlinkInAMountResolvesInTheSandboxView) {
   TempDir host;
   ASSERT_EQ(symlink("/etc/hostname", (host.path() + "/link").c_str()), 0);

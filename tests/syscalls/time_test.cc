@@ -62,7 +62,8 @@ TEST(Vdso, ClocksAgreeWithTheSyscallInChildren) {
     timespec lib{}, sys{};
     clock_gettime(CLOCK_MONOTONIC, &lib);  // through the vDSO
     syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &sys);
-    bool ok = Ns(lib) >= Ns(before) && Ns(sys) >= Ns(lib) && Ns(sys) - Ns(lib) < 1000000000ll;
+    bool ok = Ns(lib) >= Ns(before) && Ns(sys) >= Ns(lib) &&
+              Ns(sys) - Ns(lib) < 5000000000ll;  // generous: a loaded host
     if (!ok) _exit(1);
     // And after an execve, in a fresh image.
     execl("/bin/sh", "sh", "-c", "exec /bin/date +%s >/dev/null", static_cast<char*>(nullptr));
