@@ -30,12 +30,12 @@ inline constexpr struct {
 
 // What the sentry child is told about the process it runs in.
 struct SentryProcess {
-  int gofer_fd = 3;     // its end of the gofer socketpair
-  int audit_fd = -1;    // SandboxOptions::audit_fd as numbered in the sentry, or -1
-  int netgate_fd = -1;  // its end of the netgate socketpair, or -1 (no netgate)
-  int net_log_fd = -1;  // SandboxOptions::net_log_fd as numbered in the sentry, or -1
+  int gofer_fd = 3;          // its end of the gofer socketpair
+  int audit_fd = -1;         // SandboxOptions::audit_fd as numbered in the sentry, or -1
+  int netgate_fd = -1;       // its end of the netgate socketpair, or -1 (no netgate)
+  int net_log_fd = -1;       // SandboxOptions::net_log_fd as numbered in the sentry, or -1
   int mounts_gofer_fd = -1;  // its end of the second gofer's socketpair, or -1 (none)
-  int namespaces = 0;   // CLONE_NEW* flags clone() actually granted
+  int namespaces = 0;        // CLONE_NEW* flags clone() actually granted
 };
 
 struct SandboxOptions {

@@ -77,11 +77,19 @@ class EgressTest : public SandboxTest {
   LabRun InLab(const std::vector<std::string>& argv, const std::vector<std::string>& flags,
                bool sandboxed = true) {
     RunRequest req;
-    req.argv = {"/usr/bin/unshare", "--net", kPython, NETLAB_PY, "--report",
-                dir_.path() + "/report.json", "--lab-dir", dir_.path() + "/lab", "--"};
+    req.argv = {"/usr/bin/unshare",
+                "--net",
+                kPython,
+                NETLAB_PY,
+                "--report",
+                dir_.path() + "/report.json",
+                "--lab-dir",
+                dir_.path() + "/lab",
+                "--"};
     if (sandboxed) {
-      std::vector<std::string> u = {USENTRY_BIN, "run", "--platform", GetParam(), "--dns", kLabDns,
-                                    "--audit", audit_path(), "--net-log", net_log_path()};
+      std::vector<std::string> u = {USENTRY_BIN, "run",         "--platform", GetParam(),
+                                    "--dns",     kLabDns,       "--audit",    audit_path(),
+                                    "--net-log", net_log_path()};
       req.argv.insert(req.argv.end(), u.begin(), u.end());
       req.argv.insert(req.argv.end(), flags.begin(), flags.end());
       req.argv.push_back("--");
@@ -238,8 +246,7 @@ except OSError as e:
     print("refused 10.1.2.3", e.errno)
 )";
   LabRun r = Python(kProgram, {"--allow-net", "rebind.test"});
-  EXPECT_EQ(r.run.out,
-            "connected 198.51.100.30\nresolve failed -3\nrefused 10.1.2.3 13\n")
+  EXPECT_EQ(r.run.out, "connected 198.51.100.30\nresolve failed -3\nrefused 10.1.2.3 13\n")
       << r.Describe();
   EXPECT_TRUE(r.Reached("198.51.100.30")) << r.Describe();
   EXPECT_FALSE(r.Reached("10.1.2.3")) << r.Describe();
@@ -327,9 +334,9 @@ for url in sys.argv[1:]:
     except Exception as e:
         print("failed", type(e).__name__)
 )";
-  LabRun r = InLab({kPython, "-c", kFetch, "http://allowed.test/", "http://other.test/",
-                    "http://10.1.2.3/"},
-                   {"--allow-net", "allowed.test"});
+  LabRun r = InLab(
+      {kPython, "-c", kFetch, "http://allowed.test/", "http://other.test/", "http://10.1.2.3/"},
+      {"--allow-net", "allowed.test"});
   EXPECT_EQ(r.run.out, "hello from 203.0.113.10\nfailed URLError\nfailed URLError\n")
       << r.Describe();
   EXPECT_FALSE(r.Reached("203.0.113.20") || r.Reached("10.1.2.3")) << r.Describe();
@@ -339,12 +346,21 @@ for url in sys.argv[1:]:
 }
 
 TEST_P(EgressTest, PipDownloadsFromAnAllowedIndexOnly) {
-  const std::vector<std::string> pip = {
-      kPython, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-      "--no-cache-dir", "--trusted-host", "pypi.test", "--index-url", "http://pypi.test/simple/",
-      "-d", "/tmp/dl", "usentrylab"};
-  std::vector<std::string> and_list = {"/bin/sh", "-c", "\"$@\" >/dev/null 2>&1; ls /tmp/dl",
-                                       "sh"};
+  const std::vector<std::string> pip = {kPython,
+                                        "-m",
+                                        "pip",
+                                        "download",
+                                        "--no-deps",
+                                        "--disable-pip-version-check",
+                                        "--no-cache-dir",
+                                        "--trusted-host",
+                                        "pypi.test",
+                                        "--index-url",
+                                        "http://pypi.test/simple/",
+                                        "-d",
+                                        "/tmp/dl",
+                                        "usentrylab"};
+  std::vector<std::string> and_list = {"/bin/sh", "-c", "\"$@\" >/dev/null 2>&1; ls /tmp/dl", "sh"};
   and_list.insert(and_list.end(), pip.begin(), pip.end());
   LabRun ok = InLab(and_list, {"--allow-net", "pypi.test"});
   EXPECT_EQ(ok.run.out, "usentrylab-1.0-py3-none-any.whl\n") << ok.Describe();
@@ -438,9 +454,9 @@ print("done")
   EXPECT_THAT(r.DnsQueries(), Not(::testing::Contains(HasSubstr("usentry.internal"))))
       << r.Describe();
   EXPECT_THAT(r.run.out, HasSubstr("dns-private answered")) << r.Describe();
-  for (const char* server : {"10.1.2.3", "169.254.169.254", "127.0.0.1:8080", "10.1.2.3:7",
-                             "10.1.2.3:7/udp", "127.0.0.1:7", "127.0.0.1:7/udp",
-                             "169.254.169.254:7/udp"}) {
+  for (const char* server :
+       {"10.1.2.3", "169.254.169.254", "127.0.0.1:8080", "10.1.2.3:7", "10.1.2.3:7/udp",
+        "127.0.0.1:7", "127.0.0.1:7/udp", "169.254.169.254:7/udp"}) {
     EXPECT_FALSE(r.Reached(server)) << server << "\n" << r.Describe();
   }
   // The lab's own DNS server was asked only by netgate (the datagram to 10.1.2.3:53
