@@ -51,10 +51,9 @@ SyscallResult SysInotifyInit1(Task& task, const SyscallArgs& args) {
 SyscallResult SysInotifyAddWatch(Task& task, const SyscallArgs& args) {
   uint32_t mask = args.u32(2);
   if ((mask & ~kAllInotifyBits) || !(mask & kAllInotifyBits)) return Errno{EINVAL};
-  ASSIGN_OR_RETURN_ERRNO(auto file, GetFile(task, args.i32(0)));
+  // EBADF first; not an instance and IN_MASK_ADD|IN_MASK_CREATE are both EINVAL.
+  ASSIGN_OR_RETURN_ERRNO(fsimpl::InotifyDescription * instance, Instance(task, args.i32(0)));
   if ((mask & IN_MASK_ADD) && (mask & IN_MASK_CREATE)) return Errno{EINVAL};
-  auto* instance = dynamic_cast<fsimpl::InotifyDescription*>(file.get());
-  if (!instance) return Errno{EINVAL};
   ASSIGN_OR_RETURN_ERRNO(
       Target t, ResolveTarget(task, AT_FDCWD, args.ptr(1), !(mask & IN_DONT_FOLLOW), false));
   // A magic link to a pipe or socket names no file of the view that events could reach.

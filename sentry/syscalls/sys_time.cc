@@ -78,14 +78,10 @@ SyscallResult SleepUntil(Task& t, absl::Time deadline, mm::GuestAddr rem) {
 
 }  // namespace
 
-// restart_syscall(2): resumes what the interrupted syscall left in Task::restart_block;
-// called by the app only through the restart the sentry set up (else EINTR, as Linux).
-SyscallResult SysRestartSyscall(Task& t, const SyscallArgs&) {
-  if (!t.restart_block) return Errno{EINTR};
-  auto resume = std::move(t.restart_block);
-  t.restart_block = nullptr;
-  return resume(t);
-}
+// restart_syscall(2): the sentry never restarts through it (an interrupted sleep
+// re-enters with its own number and the dispatcher resumes Task::restart_block), so a
+// direct call has nothing to resume: EINTR, as Linux's do_no_restart_syscall.
+SyscallResult SysRestartSyscall(Task&, const SyscallArgs&) { return Errno{EINTR}; }
 
 SyscallResult SysClockGettime(Task& t, const SyscallArgs& a) {
   ASSIGN_OR_RETURN_ERRNO(clockid_t host, AppClock(t, a.i32(0)));
