@@ -128,6 +128,34 @@ void BM_ForkExitWait(benchmark::State& state) {
 }
 BENCHMARK(BM_ForkExitWait)->Unit(benchmark::kMicrosecond);
 
+// fork + child exit + wait of a process with 200 MB of written heap (issue 4: such a fork
+// must be cheap): the child writes one byte, the parent one byte after the wait.
+void BM_ForkExitWait200MB(benchmark::State& state) {
+  constexpr size_t kSize = 200u << 20;
+  void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    state.SkipWithError("mmap failed");
+    return;
+  }
+  auto* p = static_cast<volatile char*>(mem);
+  for (size_t i = 0; i < kSize; i += 4096) p[i] = 1;
+  for (auto _ : state) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      p[kSize / 2] = 2;
+      _exit(0);
+    }
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+      state.SkipWithError("fork or wait failed");
+      break;
+    }
+    p[kSize / 3] = 3;
+  }
+  munmap(mem, kSize);
+}
+BENCHMARK(BM_ForkExitWait200MB)->Unit(benchmark::kMicrosecond);
+
 void BM_ExecveTrue(benchmark::State& state) {
   char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
   char* const envp[] = {nullptr};

@@ -72,6 +72,11 @@ class AddressSpace {
   virtual absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) = 0;
   virtual absl::Status Unmap(uint64_t addr, uint64_t len) = 0;
   virtual absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) = 0;
+  // Whether [addr, addr+len) maps pages that another address space may map too
+  // (copy-on-write after fork; MapFile starts every range unshared). The platform must
+  // not write such pages itself: systrap's syscall patching rewrites app code in place,
+  // and another process could be running those very bytes.
+  virtual void SetPagesShared(uint64_t addr, uint64_t len, bool shared) = 0;
   // Highest address (exclusive) the app may use; the platform's own stub code lives
   // above it and the sentry must refuse mappings that overlap it.
   virtual uint64_t MaxUserAddress() const = 0;

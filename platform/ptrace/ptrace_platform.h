@@ -84,6 +84,8 @@ class PtraceAddressSpace final : public AddressSpace {
   absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) override;
   absl::Status Unmap(uint64_t addr, uint64_t len) override;
   absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) override;
+  // ptrace never writes app memory itself.
+  void SetPagesShared(uint64_t, uint64_t, bool) override {}
   uint64_t MaxUserAddress() const override { return sp_->stub().addr; }
 
   // The stub's host pid (for tests and diagnostics).

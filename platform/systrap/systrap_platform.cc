@@ -226,8 +226,16 @@ void StubProcess::EraseMappings(uint64_t lo, uint64_t hi) {
       continue;
     }
     it = maps_.erase(it);
-    if (start < lo) maps_[start] = Mapping{lo, m.offset, m.prot};
-    if (m.end > hi) maps_[hi] = Mapping{m.end, m.offset + (hi - start), m.prot};
+    if (start < lo) {
+      Mapping head = m;
+      head.end = lo;
+      maps_[start] = head;
+    }
+    if (m.end > hi) {
+      Mapping tail = m;
+      tail.offset = m.offset + (hi - start);
+      maps_[hi] = tail;
+    }
   }
 }
 
@@ -242,7 +250,8 @@ void StubProcess::RecordUnmap(uint64_t addr, uint64_t len) {
   EraseMappings(addr, addr + len);
 }
 
-void StubProcess::RecordProtect(uint64_t addr, uint64_t len, int prot) {
+void StubProcess::UpdateMappings(uint64_t addr, uint64_t len,
+                                 const std::function<void(Mapping&)>& change) {
   std::lock_guard<std::mutex> lock(maps_mu_);
   std::vector<std::pair<uint64_t, Mapping>> covered;
   for (auto it = maps_.lower_bound(addr); it != maps_.end() && it->first < addr + len; ++it) {
@@ -255,9 +264,30 @@ void StubProcess::RecordProtect(uint64_t addr, uint64_t len, int prot) {
   EraseMappings(addr, addr + len);
   for (auto [start, m] : covered) {
     const uint64_t lo = std::max(start, addr);
-    const uint64_t hi = std::min(m.end, addr + len);
-    maps_[lo] = Mapping{hi, m.offset + (lo - start), prot};
+    Mapping part = m;
+    part.end = std::min(m.end, addr + len);
+    part.offset = m.offset + (lo - start);
+    change(part);
+    maps_[lo] = part;
   }
+}
+
+void StubProcess::RecordProtect(uint64_t addr, uint64_t len, int prot) {
+  UpdateMappings(addr, len, [prot](Mapping& m) { m.prot = prot; });
+}
+
+void StubProcess::RecordPagesShared(uint64_t addr, uint64_t len, bool shared) {
+  UpdateMappings(addr, len, [shared](Mapping& m) { m.shared_pages = shared; });
+}
+
+bool StubProcess::PagesShared(uint64_t addr, uint64_t len) {
+  std::lock_guard<std::mutex> lock(maps_mu_);
+  auto it = maps_.upper_bound(addr);
+  if (it != maps_.begin()) --it;
+  for (; it != maps_.end() && it->first < addr + len; ++it) {
+    if (it->second.end > addr && it->second.shared_pages) return true;
+  }
+  return false;
 }
 
 std::optional<uint64_t> StubProcess::Translate(uint64_t addr, uint64_t len, int prot) {
@@ -282,6 +312,9 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr) {
   // Never while another thread of this process could be executing the site (the bytes
   // are not written atomically); nor rt_sigreturn, which always needs a frame.
   if (nr == SYS_rt_sigreturn || threads() != 1) return rip;
+  // Nor in code another process may be running (copy-on-write after fork); not
+  // remembered as unpatchable: once this process has the pages alone it may patch.
+  if (PagesShared(rip - kSiteSize, 13)) return rip;
   {
     std::lock_guard<std::mutex> lock(maps_mu_);
     if (not_patchable_.count(rip)) return rip;

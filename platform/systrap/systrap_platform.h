@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,6 +87,9 @@ class StubProcess {
   void RecordMap(uint64_t addr, uint64_t len, uint64_t offset, int prot);
   void RecordUnmap(uint64_t addr, uint64_t len);
   void RecordProtect(uint64_t addr, uint64_t len, int prot);
+  void RecordPagesShared(uint64_t addr, uint64_t len, bool shared);
+  // Whether any page of [addr, addr+len) is shared with another address space.
+  bool PagesShared(uint64_t addr, uint64_t len);
   // Memory-file offset of [addr, addr+len) if one mapping with all of `prot` covers it.
   std::optional<uint64_t> Translate(uint64_t addr, uint64_t len, int prot);
   // After a trapped syscall `nr` whose instruction ended at `rip`: if the site is one
@@ -121,8 +125,11 @@ class StubProcess {
     uint64_t end;
     uint64_t offset;
     int prot;
+    bool shared_pages = false;  // AddressSpace::SetPagesShared
   };
   void EraseMappings(uint64_t lo, uint64_t hi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
+  // Applies `change` to the mappings of [addr, addr+len), split at its ends.
+  void UpdateMappings(uint64_t addr, uint64_t len, const std::function<void(Mapping&)>& change);
   std::mutex maps_mu_;
   std::map<uint64_t, Mapping> maps_ ABSL_GUARDED_BY(maps_mu_);  // by start address
   std::unordered_set<uint64_t> not_patchable_ ABSL_GUARDED_BY(maps_mu_);
@@ -137,6 +144,9 @@ class SystrapAddressSpace final : public AddressSpace {
   absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) override;
   absl::Status Unmap(uint64_t addr, uint64_t len) override;
   absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) override;
+  void SetPagesShared(uint64_t addr, uint64_t len, bool shared) override {
+    stub_->RecordPagesShared(addr, len, shared);
+  }
   uint64_t MaxUserAddress() const override { return max_user_; }
 
   const std::shared_ptr<StubProcess>& stub() const { return stub_; }

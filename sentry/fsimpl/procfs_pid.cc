@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <charconv>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -187,11 +188,24 @@ SysResult<std::string> StatusText(Kernel& k, int32_t tgid, int32_t tid) {
 SysResult<std::string> MapsText(Kernel& k, int32_t tgid, int32_t tid) {
   ASSIGN_OR_RETURN_ERRNO(Target t, FindTarget(k, tgid, tid));
   if (t.task == nullptr || !t.task->mm_ptr()) return std::string();
+  // Neighbouring VMAs that continue one another print as one line, as Linux merges
+  // them: copy-on-write splits what the app mapped once (mm/cow.cc), and brk grows the
+  // heap in pieces; pthread_getattr_np reads the stack's bounds from these lines.
   std::string out;
+  std::optional<ProcMapsEntry> pending;
   for (const auto& [start, v] : t.task->mm().vmas()) {
     ProcMapsEntry e{v.start, v.end, v.prot, v.shared, v.file_off, v.dev, v.ino, v.name};
-    out += FormatMapsLine(e);
+    if (pending && pending->end == e.start && pending->prot == e.prot &&
+        pending->shared == e.shared && pending->dev == e.dev && pending->ino == e.ino &&
+        pending->name == e.name &&
+        (e.ino == 0 || pending->offset + (pending->end - pending->start) == e.offset)) {
+      pending->end = e.end;
+      continue;
+    }
+    if (pending) out += FormatMapsLine(*pending);
+    pending = e;
   }
+  if (pending) out += FormatMapsLine(*pending);
   return out;
 }
 

@@ -22,8 +22,9 @@ namespace {
 
 std::string Mib(uint64_t bytes) { return absl::StrCat(bytes / policy::kMiB, "MiB"); }
 
-// Private resident bytes of one address space: what fork copies and what the OOM
-// killer frees by killing its owner (shared mappings are not counted: they survive).
+// Private resident bytes of one address space: about what the OOM killer frees by
+// killing its owner (shared mappings are not counted: they survive; copy-on-write pages
+// still shared with another address space count in both, as in Linux's RSS).
 uint64_t PrivateResident(int memfd, const mm::MemoryManager& mm) {
   uint64_t total = 0;
   for (const auto& [start, v] : mm.vmas()) {
@@ -99,17 +100,6 @@ bool LimitMonitor::MemoryMayGrow(const Task& t, uint64_t len, absl::string_view 
   if (resident < limit && len <= limit - resident) return true;
   Hit("memory", limit, t.thread_group().pid(),
       absl::StrCat(what, " of ", len, " bytes failed with ENOMEM"));
-  return false;
-}
-
-bool LimitMonitor::ForkFits(const Task& t, const mm::MemoryManager& mm) {
-  const uint64_t limit = k_.options().limits.memory_bytes;
-  if (limit == 0) return true;
-  uint64_t copy = PrivateResident(k_.memory_file().fd(), mm);
-  uint64_t resident = ResidentBytes();
-  if (resident < limit && copy <= limit - resident) return true;
-  Hit("memory", limit, t.thread_group().pid(),
-      absl::StrCat("fork copying ", copy, " bytes failed with ENOMEM"));
   return false;
 }
 

@@ -56,8 +56,6 @@ class LimitMonitor {
   // Whether `len` more bytes of accountable memory can ever fit under --memory; on
   // false the caller fails with ENOMEM (and this records the hit).
   bool MemoryMayGrow(const Task& t, uint64_t len, absl::string_view what);
-  // Whether fork() may copy `mm` (its private resident pages) under --memory.
-  bool ForkFits(const Task& t, const mm::MemoryManager& mm);
 
   // --- tasks ---
   // Whether one more task may be created (threads count); records the hit when not.

@@ -77,9 +77,8 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   // platforms do: see Platform::SharedAddressSpaces), else a private copy (see header).
   const bool share_mm = (a.flags & CLONE_VM) && k.platform().SharedAddressSpaces();
   if (thread && !share_mm) return Errno{EAGAIN};
-  // --memory: fork copies the parent's private pages now, so refuse a copy that could
-  // never fit (as Linux's overcommit heuristic refuses an impossible fork).
-  if (!share_mm && !k.limits().ForkFits(parent, parent.mm())) return Errno{ENOMEM};
+  // Fork copies no pages (copy-on-write, mm/cow.cc): --memory counts the copies as the
+  // processes write, like any other page they touch.
   std::shared_ptr<mm::MemoryManager> child_mm =
       share_mm ? parent.mm_ptr() : std::shared_ptr<mm::MemoryManager>(parent.mm().Fork());
   if (!child_mm) return Errno{ENOMEM};

@@ -138,6 +138,11 @@ void ReapChild(Kernel& k, ThreadGroup& parent, ThreadGroup& child) {
                          [&](const std::shared_ptr<ThreadGroup>& g) { return g.get() == &child; }),
           c.end());
   k.UnregisterThreadGroup(child.pid());
+  // The child's address space is gone: code it shared with the parent copy-on-write is
+  // the parent's alone again (mm/cow.cc).
+  if (!parent.tasks.empty() && parent.tasks.front()->mm_ptr()) {
+    parent.tasks.front()->mm().ReclaimReadOnly();
+  }
 }
 
 void ExitGroup(ThreadGroup& tg, int wait_status) {

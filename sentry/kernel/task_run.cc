@@ -70,8 +70,34 @@ void StracePrint(Task& t, const std::string& line) {
   fprintf(stderr, "[pid %5d] %s\n", t.tid(), line.c_str());
 }
 
-// A fault in app code becomes the matching synchronous signal.
-void HandleFault(Task& t, const platform::SwitchResult& r) {
+// Consecutive faults at one address the memory manager found stale (the access was
+// allowed) before the fault counts as real: ptrace does not say whether a fault was a
+// write, so a write to read-only memory there looks like a stale read fault.
+constexpr int kMaxStaleFaults = 3;
+
+// A fault in app code: a copy-on-write write (the app retries the instruction) or the
+// matching synchronous signal.
+void HandleFault(Task& t, const platform::SwitchResult& r, int& stale) {
+  if (r.kind == platform::SwitchKind::kFault &&
+      (r.info.si_signo == SIGSEGV || r.info.si_signo == 0)) {
+    using FaultResult = mm::MemoryManager::FaultResult;
+    switch (t.mm().HandleFault(r.fault_addr, r.fault_write, r.fault_exec)) {
+      case FaultResult::kResolved:
+        stale = 0;
+        return;
+      case FaultResult::kStale:
+        if (++stale <= kMaxStaleFaults) return;
+        break;
+      case FaultResult::kNoMemory:
+        // Linux's OOM killer: no copy of the page can be made.
+        t.kernel().limits().MemoryMayGrow(t, mm::kPageSize, "a copy-on-write copy");
+        ExitGroup(t.thread_group(), SIGKILL);
+        return;
+      case FaultResult::kSignal:
+        break;
+    }
+  }
+  stale = 0;
   siginfo_t info = r.info;
   if (info.si_signo == 0) {
     info.si_signo = SIGSEGV;
@@ -139,6 +165,7 @@ void RunTask(Task* t) {
   fsimpl::SetCurrentTask(t);  // /proc/self resolves to the task of this host thread
   k.mu.Lock();
   int restart = 0;
+  int stale_faults = 0;  // see HandleFault
   while (true) {
     if (t->killed || t->exiting || t->thread_group().exiting) break;
     DeliverSignals(*t, restart);
@@ -187,11 +214,12 @@ void RunTask(Task* t) {
     }
     switch (sw->kind) {
       case platform::SwitchKind::kSyscall:
+        stale_faults = 0;
         restart = HandleSyscall(*t);
         break;
       case platform::SwitchKind::kFault:
       case platform::SwitchKind::kSignal:
-        HandleFault(*t, *sw);
+        HandleFault(*t, *sw, stale_faults);
         break;
       case platform::SwitchKind::kInterrupted:
         break;

@@ -24,6 +24,11 @@ SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, boo
       if ((v->prot & need) == 0) return Errno{EFAULT};
     }
     uint64_t cur = a + done;
+    if (access == Access::kWrite && v->cow) {
+      // Pages another address space may share: give this one copies before writing.
+      RETURN_IF_ERRNO(BreakCow(cur, std::min<uint64_t>(a + n, v->end)));
+      v = FindVma(cur);
+    }
     size_t chunk = std::min<uint64_t>(n - done, v->end - cur);
     if (v->host) {
       // Host-mapped (the vDSO block): the same bytes are at the same address in the

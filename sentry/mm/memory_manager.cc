@@ -25,7 +25,7 @@ const Vma* MemoryManager::FindVma(uint64_t addr) const {
   return addr < it->second.end ? &it->second : nullptr;
 }
 
-void MemoryManager::SplitAt(uint64_t addr) {
+void MemoryManager::SplitAt(uint64_t addr) const {
   auto it = vmas_.upper_bound(addr);
   if (it == vmas_.begin()) return;
   --it;
@@ -35,6 +35,7 @@ void MemoryManager::SplitAt(uint64_t addr) {
   uint64_t delta = addr - v.start;
   tail.start = addr;
   tail.range_off += delta;
+  tail.cow_dest_off += delta;
   if (v.file_ref) tail.file_off += delta;
   v.end = addr;
   vmas_.emplace(addr, std::move(tail));
@@ -47,10 +48,11 @@ bool MemoryManager::RangeFree(uint64_t start, uint64_t end) const {
   return true;
 }
 
-void MemoryManager::MapIntoAs(const Vma& v) {
+void MemoryManager::MapIntoAs(const Vma& v) const {
   if (!as_ || v.host) return;
   // A failure here means the stub is gone; the task notices at its next Switch.
-  (void)as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
+  (void)as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, HostProt(v));
+  if (v.cow) as_->SetPagesShared(v.start, v.end - v.start, true);
 }
 
 void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep) {
@@ -59,8 +61,9 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   auto it = vmas_.lower_bound(start);
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
-    // Private pages belong to this VMA alone: give them back to the host now.
-    if (!v.shared && v.range && v.range.get() != keep) {
+    // Private pages belong to this VMA alone (unless copy-on-write, when another address
+    // space may still map them): give them back to the host now.
+    if (!v.shared && !v.cow && v.range && v.range.get() != keep) {
       mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
     }
     it = vmas_.erase(it);
@@ -79,7 +82,11 @@ std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> MemoryManager::
   uint64_t range_off = 0;
   for (uint64_t a = start; a < start + len;) {
     const Vma* v = FindVma(a);
-    if (!v || !v->pristine || v->shared || v->file_ref != o.file_ref) return std::nullopt;
+    // (Not cow pages: the new VMA would have to inherit that; ld.so's overlays, what this
+    // is for, come right after exec, before any fork.)
+    if (!v || !v->pristine || v->shared || v->cow || v->file_ref != o.file_ref) {
+      return std::nullopt;
+    }
     // The same file bytes: this VMA maps file offset o.file_off + (a - start) at `a`...
     if (v->file_off + (a - v->start) != o.file_off + (a - start)) return std::nullopt;
     // ...and all of [start, start+len) is one contiguous run of one range.
@@ -152,36 +159,6 @@ SysResult<GuestAddr> MemoryManager::FindGap(uint64_t len, GuestAddr hint) const 
   return Errno{ENOMEM};
 }
 
-std::unique_ptr<MemoryManager> MemoryManager::Fork() const {
-  auto child = std::make_unique<MemoryManager>(mf_, max_user_);
-  child->mmap_base_ = mmap_base_;
-  child->brk_base_ = brk_base_;
-  child->brk_ = brk_;
-  child->stack_lo_ = stack_lo_;
-  child->stack_hi_ = stack_hi_;
-  child->executable_path = executable_path;
-  child->arg_start = arg_start;
-  child->arg_end = arg_end;
-  child->env_start = env_start;
-  child->env_end = env_end;
-  child->auxv = auxv;
-  for (const auto& [start, v] : vmas_) {
-    Vma c = v;
-    if (!v.shared && !v.host) {
-      uint64_t len = v.end - v.start;
-      // The heap keeps its reservation so that brk can keep growing in place.
-      uint64_t alloc = v.name == "[heap]" ? v.range->len() - v.range_off : len;
-      auto r = mf_->Allocate(alloc);
-      if (!r) return nullptr;
-      mf_->CopySparse(v.range->offset() + v.range_off, r->offset(), len);
-      c.range = std::move(r);
-      c.range_off = 0;
-    }
-    child->vmas_.emplace(start, std::move(c));
-  }
-  return child;
-}
-
 absl::Status MemoryManager::Activate(std::unique_ptr<platform::AddressSpace> as) {
   as_ = std::move(as);
   if (as_->MaxUserAddress() < max_user_) {
@@ -190,8 +167,9 @@ absl::Status MemoryManager::Activate(std::unique_ptr<platform::AddressSpace> as)
   for (const auto& [start, v] : vmas_) {
     if (v.host) continue;  // the new address space has it already
     absl::Status s =
-        as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, v.prot);
+        as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, HostProt(v));
     if (!s.ok()) return s;
+    if (v.cow) as_->SetPagesShared(v.start, v.end - v.start, true);
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #ifndef USENTRY_SENTRY_MM_MEMORY_MANAGER_H_
 #define USENTRY_SENTRY_MM_MEMORY_MANAGER_H_
 
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <functional>
@@ -57,7 +58,20 @@ struct Vma {
   // Told when this VMA is made, copied (split, fork) and removed (mapping_observer.h);
   // SysV shm attachments have one, other VMAs none.
   ObservedMapping observer;
+  // Copy-on-write (cow.cc). Fork leaves both address spaces' private VMAs on the same
+  // pages, so `range` may be another address space's too: it is never written in place.
+  // The platform maps it without PROT_WRITE, and the first write (an app fault, or the
+  // sentry writing app memory) copies the chunk around it into `cow_dest`, at
+  // cow_dest_off + (address - start). cow_dest is made at that first copy, for the
+  // whole VMA, so that the copies of neighbouring chunks are contiguous and merge back
+  // into one VMA. Only private VMAs are ever cow.
+  bool cow = false;
+  std::shared_ptr<MemoryRange> cow_dest;
+  uint64_t cow_dest_off = 0;
 };
+
+// The protection the platform maps `v` with: a copy-on-write VMA is not writable yet.
+inline int HostProt(const Vma& v) { return v.cow ? v.prot & ~PROT_WRITE : v.prot; }
 
 // Fills up to `len` bytes at `dst` with file contents starting at `file_off` and
 // returns how many it wrote: fewer than `len` only at the end of the file (the rest of
@@ -155,8 +169,25 @@ class MemoryManager {
   }
 
   // --- fork / platform ---
-  // A copy for fork(): private pages copied eagerly, shared ranges shared.
-  std::unique_ptr<MemoryManager> Fork() const;
+  // A copy for fork(): shared ranges shared, private ones copy-on-write in both this
+  // address space and the copy (cow.cc).
+  std::unique_ptr<MemoryManager> Fork();
+  // A fault the app took at `addr` (platform::SwitchResult): kResolved when it was a
+  // write to copy-on-write pages, now copied; kStale when the VMA there already allows
+  // the access (another thread's copy, or mprotect, got there first) — in both cases
+  // the app retries the instruction; kNoMemory when the copy found the memory file
+  // full; kSignal otherwise. `write` false means "a read, or unknown" (ptrace cannot
+  // tell).
+  enum class FaultResult { kSignal, kResolved, kStale, kNoMemory };
+  FaultResult HandleFault(uint64_t addr, bool write, bool exec);
+  // After a child's address space went away (wait reaped it): read-only cow VMAs that
+  // no other address space maps any more stop being cow. That needs no host call (their
+  // host protection does not change) and lets systrap patch syscall sites in that code
+  // again; writable ones are left to their first write fault.
+  void ReclaimReadOnly();
+  // Bytes of memory-file pages that copy-on-write breaks made in this address space,
+  // and how many breaks (for tests and /proc).
+  uint64_t cow_copied_bytes() const { return cow_copied_bytes_; }
   // Binds a fresh platform address space and maps every VMA into it.
   absl::Status Activate(std::unique_ptr<platform::AddressSpace> as);
   platform::AddressSpace* address_space() const { return as_.get(); }
@@ -170,7 +201,7 @@ class MemoryManager {
  private:
   const Vma* FindVma(uint64_t addr) const;
   // Splits VMAs so that `addr` is a boundary.
-  void SplitAt(uint64_t addr);
+  void SplitAt(uint64_t addr) const;
   // Removes [start,end) from the VMA map and the address space. Pages of `keep` are not
   // given back: a new mapping is taking them over.
   void RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep = nullptr);
@@ -179,15 +210,39 @@ class MemoryManager {
   std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> PristinePages(
       uint64_t start, uint64_t len, const MMapOpts& o) const;
   SysStatus InsertVma(Vma vma);  // maps into the address space too
-  void MapIntoAs(const Vma& v);
+  void MapIntoAs(const Vma& v) const;
   bool RangeFree(uint64_t start, uint64_t end) const;
+  // --- copy-on-write (cow.cc) ---
+  // Gives [start, end) pages of its own wherever it is copy-on-write, so the sentry may
+  // write there; ENOMEM when the memory file is full.
+  SysStatus BreakCow(uint64_t start, uint64_t end) const;
+  // Copies the chunk of cow VMA `v` around `addr` (or all of v's pages, when no other
+  // address space maps them any more, just makes them writable).
+  SysStatus BreakCowAt(uint64_t addr) const;
+  // Makes [start, end), inside one cow VMA, read as zero in this address space only.
+  SysStatus ZeroCow(uint64_t start, uint64_t end);
+  // True when no other address space maps any page of `r`.
+  bool OnlyOwner(const MemoryRange* r) const;
+  // Replaces [start, end) — pieces of one mapping, mapped and compatible — by one VMA on
+  // `dst` at dst_off holding the same bytes (or zeros, with copy false).
+  void ReplaceBacking(uint64_t start, uint64_t end, std::shared_ptr<MemoryRange> dst,
+                      uint64_t dst_off, bool copy) const;
+  // Joins the VMA starting at `addr` with its neighbours where they are one mapping on
+  // contiguous pages (copies of neighbouring chunks).
+  void MergeAround(uint64_t addr) const;
+  // Makes [start, end), made of pieces of one mapping, a single VMA (mremap needs one).
+  SysStatus Consolidate(uint64_t start, uint64_t end);
   SysStatus Access(GuestAddr addr, size_t n, mm::Access access, bool force,
                    const std::function<void(uint8_t*, size_t, size_t)>& fn) const;
 
   MemoryFile* mf_;
   uint64_t max_user_;
   uint64_t mmap_base_;
-  std::map<uint64_t, Vma> vmas_;
+  // Mutable for copy-on-write only: a write through a const path (CopyOut, Translate for
+  // writing) may first move pages to copies of their own, which changes where the bytes
+  // live but never what the app reads.
+  mutable std::map<uint64_t, Vma> vmas_;
+  mutable uint64_t cow_copied_bytes_ = 0;
   uint64_t brk_base_ = 0, brk_ = 0;
   GuestAddr stack_lo_, stack_hi_;
   std::unique_ptr<platform::AddressSpace> as_;

@@ -332,3 +332,236 @@ TEST_F(ObservedMappingTest, MremapWithinThePagesStaysOneVmaAndMovesKeepTheCount)
 
 }  // namespace
 }  // namespace usentry::sentry::mm
+
+namespace usentry::sentry::mm {
+namespace {
+
+// Records, page by page, what the memory manager asked the platform to map.
+class FakeAddressSpace : public platform::AddressSpace {
+ public:
+  struct Page {
+    uint64_t offset;
+    int prot;
+    bool shared;
+  };
+  absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, platform::Prot prot) override {
+    for (uint64_t p = 0; p < len; p += kPageSize) pages[addr + p] = Page{offset + p, prot, false};
+    return absl::OkStatus();
+  }
+  absl::Status Unmap(uint64_t addr, uint64_t len) override {
+    for (uint64_t p = 0; p < len; p += kPageSize) pages.erase(addr + p);
+    return absl::OkStatus();
+  }
+  absl::Status Protect(uint64_t addr, uint64_t len, platform::Prot prot) override {
+    for (uint64_t p = 0; p < len; p += kPageSize) {
+      if (auto it = pages.find(addr + p); it != pages.end()) it->second.prot = prot;
+    }
+    return absl::OkStatus();
+  }
+  void SetPagesShared(uint64_t addr, uint64_t len, bool shared) override {
+    for (uint64_t p = 0; p < len; p += kPageSize) {
+      if (auto it = pages.find(addr + p); it != pages.end()) it->second.shared = shared;
+    }
+  }
+  uint64_t MaxUserAddress() const override { return kTop; }
+  std::map<uint64_t, Page> pages;
+};
+
+constexpr uint64_t kChunk = 64 << 10;
+
+class CowTest : public MemoryManagerTest {
+ protected:
+  // Binds a FakeAddressSpace to `m` and returns it (owned by m).
+  FakeAddressSpace* Activate(MemoryManager& m) {
+    auto as = std::make_unique<FakeAddressSpace>();
+    FakeAddressSpace* raw = as.get();
+    EXPECT_TRUE(m.Activate(std::move(as)).ok());
+    return raw;
+  }
+  uint8_t Byte(const MemoryManager& m, GuestAddr a) {
+    uint8_t b = 0xee;
+    EXPECT_TRUE(m.CopyIn(a, &b, 1).ok());
+    return b;
+  }
+  void Put(MemoryManager& m, GuestAddr a, uint8_t b) { ASSERT_TRUE(m.CopyOut(a, &b, 1).ok()); }
+
+  // The isolation copy-on-write must keep: a page of the memory file that one address
+  // space may write in place is mapped by no other VMA anywhere, and every VMA stays
+  // inside the pages it holds.
+  static void ExpectNoSharedWritablePages(std::vector<const MemoryManager*> mms) {
+    struct Use {
+      uint64_t lo, hi;
+      bool exclusive;
+      const MemoryManager* mm;
+      uint64_t addr;
+    };
+    std::vector<Use> uses;
+    for (const MemoryManager* m : mms) {
+      for (const auto& [start, v] : m->vmas()) {
+        if (v.host || !v.range) continue;
+        EXPECT_LE(v.range_off + (v.end - v.start), v.range->len())
+            << "VMA at 0x" << std::hex << v.start << " maps past the end of its pages";
+        const uint64_t lo = v.range->offset() + v.range_off;
+        uses.push_back({lo, lo + (v.end - v.start), !v.shared && !v.cow, m, v.start});
+      }
+    }
+    std::sort(uses.begin(), uses.end(), [](const Use& a, const Use& b) { return a.lo < b.lo; });
+    for (size_t i = 0; i < uses.size(); i++) {
+      for (size_t j = i + 1; j < uses.size() && uses[j].lo < uses[i].hi; j++) {
+        EXPECT_FALSE(uses[i].exclusive || uses[j].exclusive)
+            << "VMA at 0x" << std::hex << uses[i].addr << " and VMA at 0x" << uses[j].addr
+            << " map the same memory-file pages, one of them writable in place";
+      }
+    }
+  }
+};
+
+TEST_F(CowTest, ForkSharesPagesAndTheFirstWriteCopiesOneChunk) {
+  FakeAddressSpace* pas = Activate(*mm_);
+  GuestAddr a = Map(16 * kChunk);
+  for (uint64_t c = 0; c < 16; c++) Put(*mm_, a + c * kChunk, static_cast<uint8_t>(c));
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  FakeAddressSpace* cas = Activate(*child);
+  // Both address spaces map the same pages, read-only and marked shared on the host.
+  EXPECT_EQ(pas->pages[a.value()].offset, cas->pages[a.value()].offset);
+  EXPECT_EQ(pas->pages[a.value()].prot, PROT_READ);
+  EXPECT_EQ(cas->pages[a.value()].prot, PROT_READ);
+  EXPECT_TRUE(pas->pages[a.value()].shared);
+  EXPECT_TRUE(cas->pages[a.value()].shared);
+
+  Put(*child, a + 5 * kChunk + 100, 0xcc);
+  EXPECT_EQ(child->cow_copied_bytes(), kChunk);
+  EXPECT_EQ(mm_->cow_copied_bytes(), 0u);
+  EXPECT_EQ(Byte(*child, a + 5 * kChunk + 100), 0xcc);
+  EXPECT_EQ(Byte(*child, a + 5 * kChunk), 5);  // the rest of the chunk came along
+  EXPECT_EQ(Byte(*mm_, a + 5 * kChunk + 100), 0);
+  const auto& copied = cas->pages[(a + 5 * kChunk).value()];
+  EXPECT_EQ(copied.prot, PROT_READ | PROT_WRITE);
+  EXPECT_FALSE(copied.shared);
+  EXPECT_NE(copied.offset, pas->pages[(a + 5 * kChunk).value()].offset);
+  EXPECT_EQ(cas->pages[(a + 6 * kChunk).value()].prot, PROT_READ);  // the next chunk: still shared
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
+TEST_F(CowTest, WriteFaultsAreResolvedOthersAreNot) {
+  Activate(*mm_);
+  GuestAddr rw = Map(kChunk);
+  GuestAddr ro = Map(kChunk, PROT_READ);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  Activate(*child);
+  using R = MemoryManager::FaultResult;
+  EXPECT_EQ(child->HandleFault(rw.value() + 8, /*write=*/true, false), R::kResolved);
+  // The copy happened, so the same fault again (another thread's) is stale.
+  EXPECT_EQ(child->HandleFault(rw.value() + 8, true, false), R::kStale);
+  // ptrace cannot say "write": an unknown-kind fault on a cow VMA is taken as one.
+  EXPECT_EQ(mm_->HandleFault(rw.value(), /*write=*/false, false), R::kResolved);
+  EXPECT_EQ(child->HandleFault(ro.value(), /*write=*/true, false), R::kSignal);
+  EXPECT_EQ(child->HandleFault(rw.value(), false, /*exec=*/true), R::kSignal);
+  EXPECT_EQ(child->HandleFault(0x30000, true, false), R::kSignal);  // unmapped
+}
+
+TEST_F(CowTest, WhenTheOtherSideIsGoneWritesNeedNoCopy) {
+  FakeAddressSpace* pas = Activate(*mm_);
+  GuestAddr a = Map(4 * kChunk);
+  Put(*mm_, a, 1);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  child.reset();  // exit (or exec) of the child
+  Put(*mm_, a + 3 * kChunk, 2);
+  EXPECT_EQ(mm_->cow_copied_bytes(), 0u);
+  EXPECT_EQ(pas->pages[(a + kChunk).value()].prot, PROT_READ | PROT_WRITE);  // all of it
+  EXPECT_FALSE(pas->pages[a.value()].shared);
+  EXPECT_EQ(mm_->vmas().size(), 1u);
+}
+
+TEST_F(CowTest, CopiesOfEveryChunkMergeBackIntoOneVma) {
+  Activate(*mm_);
+  GuestAddr a = Map(8 * kChunk);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  Activate(*child);
+  for (uint64_t c : {3, 0, 7, 1, 2, 6, 5, 4}) Put(*child, a + c * kChunk + 1, 9);
+  EXPECT_EQ(child->vmas().size(), 1u);
+  EXPECT_FALSE(child->vmas().begin()->second.cow);
+  EXPECT_EQ(mm_->vmas().size(), 1u);
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
+// Several generations with the heap growing in between: the case where a heap made
+// writable again kept copying into a destination range it had outgrown.
+TEST_F(CowTest, GenerationsOfForksWithAGrowingHeapStayIsolated) {
+  Activate(*mm_);
+  mm_->SetBrkBase(GuestAddr(0x600000));
+  ASSERT_EQ(mm_->Brk(GuestAddr(0x600000 + 4 * kChunk)).value(), GuestAddr(0x600000 + 4 * kChunk));
+  GuestAddr heap(0x600000);
+  Put(*mm_, heap, 1);
+  for (int gen = 0; gen < 4; gen++) {
+    std::unique_ptr<MemoryManager> child = mm_->Fork();
+    Activate(*child);
+    Put(*mm_, heap + kChunk, static_cast<uint8_t>(10 + gen));   // the parent copies one
+    if (gen > 0) Put(*mm_, GuestAddr(mm_->brk() - kChunk), 8);  // ...and the top it grew
+    Put(*child, heap, static_cast<uint8_t>(20 + gen));
+    ExpectNoSharedWritablePages({mm_.get(), child.get()});
+    EXPECT_EQ(Byte(*mm_, heap), gen == 0 ? 1 : 30 + gen - 1);
+    child.reset();
+    // A write where no copy was made finds the pages the parent's alone; then the heap
+    // grows (in place) and is written all over.
+    Put(*mm_, heap + 2 * kChunk, 6);
+    const uint64_t end = mm_->brk();
+    ASSERT_EQ(mm_->Brk(GuestAddr(end + 4 * kChunk)).value(), GuestAddr(end + 4 * kChunk));
+    for (uint64_t p = 0x600000; p < end + 4 * kChunk; p += kChunk) Put(*mm_, GuestAddr(p), 7);
+    Put(*mm_, heap, static_cast<uint8_t>(30 + gen));
+  }
+  std::unique_ptr<MemoryManager> last = mm_->Fork();
+  Activate(*last);
+  for (uint64_t p = 0x600000; p < mm_->brk(); p += kChunk) Put(*last, GuestAddr(p), 5);
+  ExpectNoSharedWritablePages({mm_.get(), last.get()});
+  EXPECT_EQ(Byte(*mm_, heap + kChunk), 7);
+  EXPECT_EQ(Byte(*last, heap + kChunk), 5);
+}
+
+TEST_F(CowTest, MremapOfACopiedRegionMovesAllOfIt) {
+  Activate(*mm_);
+  GuestAddr a = Map(4 * kChunk);
+  for (uint64_t c = 0; c < 4; c++) Put(*mm_, a + c * kChunk, static_cast<uint8_t>(c + 1));
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  Activate(*child);
+  Put(*child, a + 2 * kChunk, 0x33);  // three VMAs now: shared, copied, shared
+  EXPECT_EQ(child->vmas().size(), 3u);
+  // Linux has one VMA there, so mremap must work across the pieces.
+  auto moved = child->MRemap(a, 4 * kChunk, 8 * kChunk, MREMAP_MAYMOVE, GuestAddr());
+  ASSERT_TRUE(moved.ok()) << moved.error();
+  EXPECT_EQ(Byte(*child, moved.value()), 1);
+  EXPECT_EQ(Byte(*child, moved.value() + 2 * kChunk), 0x33);
+  EXPECT_EQ(Byte(*child, moved.value() + 3 * kChunk), 4);
+  EXPECT_EQ(Byte(*mm_, a + 2 * kChunk), 3);
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
+TEST_F(CowTest, DontNeedZeroesOnlyThisSide) {
+  Activate(*mm_);
+  GuestAddr a = Map(2 * kChunk);
+  Put(*mm_, a, 4);
+  Put(*mm_, a + kChunk, 4);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  Activate(*child);
+  ASSERT_TRUE(child->MAdviseDontNeed(a, kChunk).ok());
+  EXPECT_EQ(Byte(*child, a), 0);
+  EXPECT_EQ(Byte(*child, a + kChunk), 4);
+  EXPECT_EQ(Byte(*mm_, a), 4);
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
+TEST_F(CowTest, ReapingTheChildLetsTheParentPatchItsCodeAgain) {
+  FakeAddressSpace* pas = Activate(*mm_);
+  GuestAddr code = Map(kChunk, PROT_READ | PROT_EXEC);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  EXPECT_TRUE(pas->pages[code.value()].shared);
+  mm_->ReclaimReadOnly();  // the child still maps it
+  EXPECT_TRUE(pas->pages[code.value()].shared);
+  child.reset();
+  mm_->ReclaimReadOnly();
+  EXPECT_FALSE(pas->pages[code.value()].shared);
+  EXPECT_FALSE(mm_->vmas().begin()->second.cow);
+}
+
+}  // namespace
+}  // namespace usentry::sentry::mm

@@ -148,11 +148,20 @@ SysStatus MemoryManager::MProtect(GuestAddr addr, uint64_t len, int prot) {
   }
   SplitAt(start);
   SplitAt(end);
+  bool any_cow = false;
   for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
     it->second.prot = prot;
     if (prot & PROT_WRITE) it->second.pristine = false;
+    any_cow |= it->second.cow;
   }
-  if (as_) (void)as_->Protect(start, end - start, prot);
+  if (!as_) return SysOk();
+  if (!any_cow) {
+    (void)as_->Protect(start, end - start, prot);
+  } else {  // copy-on-write pieces stay unwritable on the host
+    for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
+      (void)as_->Protect(it->second.start, it->second.end - it->second.start, HostProt(it->second));
+    }
+  }
   return SysOk();
 }
 
@@ -161,51 +170,44 @@ SysResult<GuestAddr> MemoryManager::Brk(GuestAddr want) {
   if (addr < brk_base_ || addr > brk_base_ + kHeapMax) return GuestAddr(brk_);
   uint64_t old_end = PageUp(brk_);
   uint64_t new_end = PageUp(addr);
-  auto heap_it = vmas_.find(brk_base_);
-  Vma* heap =
-      (heap_it != vmas_.end() && heap_it->second.name == "[heap]") ? &heap_it->second : nullptr;
+  // The heap is [brk_base_, old_end): one VMA, or several after copy-on-write split it.
+  // Its last piece is the one that grows and shrinks.
+  Vma* last = nullptr;
+  if (old_end > brk_base_) {
+    const Vma* v = FindVma(old_end - 1);
+    if (v && v->name == "[heap]" && v->end == old_end) last = &vmas_.find(v->start)->second;
+  }
   if (new_end > old_end) {
     if (!RangeFree(old_end, new_end)) return GuestAddr(brk_);
-    uint64_t need = new_end - brk_base_;
-    if (!heap) {
-      std::shared_ptr<MemoryRange> r = mf_->Allocate(std::max(need, kHeapInitialReserve));
+    // Pages shared with another address space must not grow into its reservation; when
+    // no other one maps them any more they are this heap's again (writable in place).
+    if (last && last->cow && OnlyOwner(last->range.get())) (void)BreakCowAt(last->start);
+    const uint64_t room =
+        last && !last->cow ? last->range->len() - last->range_off - (last->end - last->start) : 0;
+    if (last && new_end - old_end <= room) {
+      last->end = new_end;
+      if (as_) {
+        (void)as_->MapFile(old_end, new_end - old_end,
+                           last->range->offset() + last->range_off + (old_end - last->start),
+                           last->prot);
+      }
+    } else {
+      // A piece of its own, with room to grow in place: as much again as the heap, so
+      // that a growing heap needs few of them.
+      const uint64_t grow = new_end - old_end;
+      const uint64_t reserve = std::max({grow, kHeapInitialReserve, old_end - brk_base_});
+      std::shared_ptr<MemoryRange> r = mf_->Allocate(reserve);
       if (!r) return GuestAddr(brk_);
       Vma v;
-      v.start = brk_base_;
+      v.start = old_end;
       v.end = new_end;
       v.prot = PROT_READ | PROT_WRITE;
       v.range = std::move(r);
       v.name = "[heap]";
       if (!InsertVma(std::move(v)).ok()) return GuestAddr(brk_);
-    } else {
-      if (need > heap->range->len() - heap->range_off) {
-        // Out of reservation: move the heap's pages to a range twice as large.
-        uint64_t cap = std::max(need, 2 * (heap->range->len() - heap->range_off));
-        std::shared_ptr<MemoryRange> r = mf_->Allocate(cap);
-        if (!r) return GuestAddr(brk_);
-        mf_->CopySparse(heap->range->offset() + heap->range_off, r->offset(),
-                        heap->end - heap->start);
-        heap->range = std::move(r);
-        heap->range_off = 0;
-        MapIntoAs(*heap);
-      }
-      uint64_t grow_from = heap->end;
-      heap->end = new_end;
-      if (as_) {
-        (void)as_->MapFile(grow_from, new_end - grow_from,
-                           heap->range->offset() + heap->range_off + (grow_from - heap->start),
-                           heap->prot);
-      }
     }
-  } else if (new_end < old_end && heap) {
-    if (new_end <= heap->start) {
-      RemoveRange(heap->start, heap->end);
-    } else {
-      mf_->Decommit(heap->range->offset() + heap->range_off + (new_end - heap->start),
-                    heap->end - new_end);
-      if (as_) (void)as_->Unmap(new_end, heap->end - new_end);
-      heap->end = new_end;
-    }
+  } else if (new_end < old_end && last) {
+    RemoveRange(std::max(new_end, brk_base_), old_end);
   }
   brk_ = addr;
   return GuestAddr(brk_);
@@ -221,6 +223,9 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   new_len = PageUp(new_len);
   if (new_len == 0 || old_len == 0) return Errno{EINVAL};
   uint64_t start = old_addr.value();
+  if (start + old_len < start) return Errno{EFAULT};
+  // Copy-on-write may have split what the app mapped as one VMA: make it one again.
+  RETURN_IF_ERRNO(Consolidate(start, start + old_len));
   const Vma* v = FindVma(start);
   if (!v || v->end < start + old_len) return Errno{EFAULT};
   if (v->host) return Errno{EINVAL};  // the vDSO block stays where the host put it
@@ -257,6 +262,8 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
       ext.end = start + new_len;
       ext.file_off = v->file_off + (ext.start - v->start);
       ext.pristine = false;  // fresh zero pages, not the file's
+      ext.cow = false;       // ...and this address space's alone
+      ext.cow_dest = nullptr;
       RETURN_IF_ERRNO(InsertVma(std::move(ext)));
       return old_addr;
     }
@@ -300,6 +307,9 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   moved.range_off = 0;
   moved.file_off = v->file_off + (start - v->start);
   moved.shared = false;  // shared anonymous moves lose sharing (documented limitation)
+  moved.cow = false;     // a copy of its own
+  moved.cow_dest = nullptr;
+  moved.cow_dest_off = 0;
   RemoveRange(start, start + old_len);
   RETURN_IF_ERRNO(InsertVma(std::move(moved)));
   return GuestAddr(dst);
@@ -315,8 +325,13 @@ SysStatus MemoryManager::MAdviseDontNeed(GuestAddr addr, uint64_t len) {
     uint64_t stop = std::min(end, v->end);
     // Private anonymous pages read as zero afterwards. Private file pages would be
     // re-read from the file on Linux; we keep their contents instead (never zero them).
-    if (!v->shared && !v->file_ref && v->range)
-      mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
+    if (!v->shared && !v->file_ref && v->range) {
+      if (v->cow) {
+        RETURN_IF_ERRNO(ZeroCow(a, stop));  // other address spaces keep the old pages
+      } else {
+        mf_->Decommit(v->range->offset() + v->range_off + (a - v->start), stop - a);
+      }
+    }
     a = stop;
   }
   return SysOk();
