@@ -25,6 +25,11 @@ namespace {
 // dominate after fork (stacks, heaps, memset) at a few microseconds of copying each.
 constexpr uint64_t kCowChunk = 64 << 10;
 
+// A cow VMA's copies go to one destination range of its size (see Vma::cow_dest), but a
+// larger VMA gets one per window of this size around the writes: a huge reservation
+// written in a few places must not take memory-file offsets of its whole size.
+constexpr uint64_t kCowDestWindow = 256ull << 20;
+
 // `a` and `b` (a just below b) are one private mapping on contiguous pages, so one VMA
 // can stand for both.
 bool OneMapping(const Vma& a, const Vma& b) {
@@ -139,15 +144,11 @@ SysStatus MemoryManager::BreakCowAt(uint64_t addr) const {
     }
     return SysOk();
   }
-  const uint64_t lo = std::max(v.start, addr & ~(kCowChunk - 1));
-  const uint64_t hi = std::min(v.end, (addr & ~(kCowChunk - 1)) + kCowChunk);
-  if (!v.cow_dest || v.cow_dest_off + (v.end - v.start) > v.cow_dest->len()) {
-    v.cow_dest = mf_->Allocate(v.end - v.start);
-    if (!v.cow_dest) return Errno{ENOMEM};
-    v.cow_dest_off = 0;
-  }
-  std::shared_ptr<MemoryRange> dst = v.cow_dest;
-  const uint64_t dst_off = v.cow_dest_off + (lo - v.start);
+  ASSIGN_OR_RETURN_ERRNO(Vma * d, CowDestVma(addr));
+  const uint64_t lo = std::max(d->start, addr & ~(kCowChunk - 1));
+  const uint64_t hi = std::min(d->end, (addr & ~(kCowChunk - 1)) + kCowChunk);
+  std::shared_ptr<MemoryRange> dst = d->cow_dest;
+  const uint64_t dst_off = d->cow_dest_off + (lo - d->start);
   ReplaceBacking(lo, hi, std::move(dst), dst_off, /*copy=*/true);
   cow_copied_bytes_ += hi - lo;
   return SysOk();
@@ -162,13 +163,30 @@ SysStatus MemoryManager::ZeroCow(uint64_t start, uint64_t end) {
     mf_->Decommit(w.range->offset() + w.range_off + (start - w.start), end - start);
     return SysOk();
   }
-  if (!w.cow_dest || w.cow_dest_off + (w.end - w.start) > w.cow_dest->len()) {
-    w.cow_dest = mf_->Allocate(w.end - w.start);
-    if (!w.cow_dest) return Errno{ENOMEM};
-    w.cow_dest_off = 0;
+  // [start, end) lies in one cow VMA: each window of it gets zero pages of its own.
+  for (uint64_t a = start; a < end;) {
+    ASSIGN_OR_RETURN_ERRNO(Vma * d, CowDestVma(a));
+    const uint64_t stop = std::min(end, d->end);
+    ReplaceBacking(a, stop, d->cow_dest, d->cow_dest_off + (a - d->start), /*copy=*/false);
+    a = stop;
   }
-  ReplaceBacking(start, end, w.cow_dest, w.cow_dest_off + (start - w.start), /*copy=*/false);
   return SysOk();
+}
+
+SysResult<Vma*> MemoryManager::CowDestVma(uint64_t addr) const {
+  Vma* v = &std::prev(vmas_.upper_bound(addr))->second;
+  if (v->cow_dest && v->cow_dest_off + (v->end - v->start) <= v->cow_dest->len()) return v;
+  if (v->end - v->start > kCowDestWindow) {
+    const uint64_t base = addr & ~(kCowDestWindow - 1);
+    const uint64_t lo = std::max(v->start, base), hi = std::min(v->end, base + kCowDestWindow);
+    SplitAt(lo);
+    SplitAt(hi);
+    v = &std::prev(vmas_.upper_bound(addr))->second;
+  }
+  v->cow_dest = mf_->Allocate(v->end - v->start);
+  if (!v->cow_dest) return Errno{ENOMEM};
+  v->cow_dest_off = 0;
+  return v;
 }
 
 SysStatus MemoryManager::BreakCow(uint64_t start, uint64_t end) const {

@@ -221,6 +221,9 @@ class MemoryManager {
   SysStatus BreakCowAt(uint64_t addr) const;
   // Makes [start, end), inside one cow VMA, read as zero in this address space only.
   SysStatus ZeroCow(uint64_t start, uint64_t end);
+  // The cow VMA at `addr`, with a destination for its copies (split off first when the
+  // VMA is larger than a window; cow.cc).
+  SysResult<Vma*> CowDestVma(uint64_t addr) const;
   // True when no other address space maps any page of `r`.
   bool OnlyOwner(const MemoryRange* r) const;
   // Replaces [start, end) — pieces of one mapping, mapped and compatible — by one VMA on

@@ -518,6 +518,24 @@ TEST_F(CowTest, GenerationsOfForksWithAGrowingHeapStayIsolated) {
   EXPECT_EQ(Byte(*last, heap + kChunk), 5);
 }
 
+// The memory file here holds 1 GiB: a 600 MiB mapping plus a copy destination of its
+// whole size would not fit, destinations of one 256 MiB window each do.
+TEST_F(CowTest, AHugeMappingWrittenInTwoPlacesTakesTwoWindows) {
+  Activate(*mm_);
+  constexpr uint64_t kLen = 600ull << 20;
+  GuestAddr a = Map(kLen);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  Activate(*child);
+  Put(*child, a + 10 * kChunk, 1);
+  Put(*child, a + kLen - kChunk, 2);
+  ASSERT_TRUE(child->MAdviseDontNeed(a + 20 * kChunk, kChunk).ok());
+  EXPECT_EQ(Byte(*child, a + 10 * kChunk), 1);
+  EXPECT_EQ(Byte(*child, a + kLen - kChunk), 2);
+  EXPECT_EQ(Byte(*mm_, a + kLen - kChunk), 0);
+  EXPECT_EQ(child->cow_copied_bytes(), 2 * kChunk);
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
 TEST_F(CowTest, MremapOfACopiedRegionMovesAllOfIt) {
   Activate(*mm_);
   GuestAddr a = Map(4 * kChunk);
