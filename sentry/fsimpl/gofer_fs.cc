@@ -14,12 +14,29 @@ using vfs::Attr;
 using vfs::Inode;
 
 GoferFilesystem::GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive,
-                                 OwnerSwap owners)
+                                 OwnerSwap owners, mm::MemoryFile* mf)
     : vfs::Filesystem("9p"),
       client_(client),
       tree_(std::move(tree)),
       exclusive_(exclusive),
-      owners_(owners) {}
+      owners_(owners),
+      mf_(mf) {}
+
+std::shared_ptr<MappedHostFile> GoferFilesystem::Mapped(const HostKey& key) {
+  auto it = mapped_.find(key);
+  if (it == mapped_.end()) return nullptr;
+  std::shared_ptr<MappedHostFile> m = it->second.lock();
+  if (!m) mapped_.erase(it);  // its last mapping is gone (and wrote back)
+  return m;
+}
+
+SysResult<std::shared_ptr<MappedHostFile>> GoferFilesystem::MapShared(
+    const HostKey& key, std::shared_ptr<UniqueFd> fd) {
+  if (std::shared_ptr<MappedHostFile> m = Mapped(key)) return m;
+  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<MappedHostFile> m, MappedHostFile::Load(mf_, fd));
+  mapped_[key] = m;
+  return m;
+}
 
 SysResult<std::pair<std::shared_ptr<Inode>, bool>> GoferFilesystem::Attach() {
   ASSIGN_OR_RETURN_ERRNO(auto attached, client_->Attach(tree_));
@@ -109,7 +126,7 @@ SysResult<std::shared_ptr<vfs::FileDescription>> GoferInode::Open(const vfs::Pat
     if (cacheable) read_fd_ = fd;
   }
   return std::shared_ptr<vfs::FileDescription>(std::make_shared<GoferFileDescription>(
-      path, flags, std::move(fd), fs_->dev(), fs_->owners()));
+      fs_, path, flags, std::move(fd), fs_->dev(), fs_->owners()));
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Wrap(gofer::Node node) {
@@ -198,9 +215,29 @@ SysResult<std::string> GoferInode::Readlink() {
 
 // --- GoferFileDescription ---
 
-GoferFileDescription::GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd,
-                                           uint64_t dev, OwnerSwap owners)
-    : FileDescription(std::move(path), flags), fd_(std::move(fd)), dev_(dev), owners_(owners) {}
+GoferFileDescription::GoferFileDescription(GoferFilesystem* fs, vfs::Path path, int flags,
+                                           std::shared_ptr<UniqueFd> fd, uint64_t dev,
+                                           OwnerSwap owners)
+    : FileDescription(std::move(path), flags),
+      fs_(fs),
+      fd_(std::move(fd)),
+      dev_(dev),
+      owners_(owners) {}
+
+SysResult<GoferFilesystem::HostKey> GoferFileDescription::Key() {
+  if (!key_) {
+    struct stat st;
+    if (fstat(fd_->get(), &st) != 0) return Errno{errno};
+    key_ = GoferFilesystem::HostKey(st.st_dev, st.st_ino);
+  }
+  return *key_;
+}
+
+std::shared_ptr<MappedHostFile> GoferFileDescription::Mapped() {
+  if (!fs_->any_mapped()) return nullptr;
+  SysResult<GoferFilesystem::HostKey> key = Key();
+  return key.ok() ? fs_->Mapped(key.value()) : nullptr;
+}
 
 SysResult<int64_t> GoferFileDescription::HostSize() {
   struct stat st;
@@ -237,6 +274,11 @@ SysResult<size_t> HostIov(Fn fn, absl::Span<const iovec> iovs, int64_t off) {
 
 SysResult<size_t> GoferFileDescription::Read(Task*, absl::Span<const iovec> dst, int64_t offset) {
   int64_t off = offset < 0 ? offset_ : offset;
+  if (std::shared_ptr<MappedHostFile> m = Mapped()) {
+    ASSIGN_OR_RETURN_ERRNO(size_t n, m->Read(dst, static_cast<uint64_t>(off)));
+    if (offset < 0) offset_ += n;
+    return n;
+  }
   int fd = fd_->get();
   ASSIGN_OR_RETURN_ERRNO(
       size_t n,
@@ -251,6 +293,11 @@ SysResult<size_t> GoferFileDescription::Write(Task*, absl::Span<const iovec> src
     ASSIGN_OR_RETURN_ERRNO(off, HostSize());
   }
   int fd = fd_->get();
+  if (std::shared_ptr<MappedHostFile> m = Mapped()) {
+    ASSIGN_OR_RETURN_ERRNO(size_t n, m->Write(fd, src, static_cast<uint64_t>(off)));
+    if (offset < 0) offset_ = off + n;
+    return n;
+  }
   ASSIGN_OR_RETURN_ERRNO(
       size_t n,
       HostIov([fd](const iovec* v, int c, int64_t o) { return pwritev(fd, v, c, o); }, src, off));
@@ -283,16 +330,22 @@ SysResult<Attr> GoferFileDescription::Stat() {
 }
 
 SysStatus GoferFileDescription::Truncate(int64_t size) {
+  if (std::shared_ptr<MappedHostFile> m = Mapped()) {
+    return m->Truncate(fd_->get(), static_cast<uint64_t>(size));
+  }
   if (ftruncate(fd_->get(), size) != 0) return Errno{errno};
   return SysOk();
 }
 
 SysStatus GoferFileDescription::Sync() {
+  if (std::shared_ptr<MappedHostFile> m = Mapped()) RETURN_IF_ERRNO(m->WriteBack());
   if (fsync(fd_->get()) != 0 && errno != EINVAL && errno != EROFS) return Errno{errno};
   return SysOk();
 }
 
 SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
+  if ((opts.flags & MAP_TYPE) != MAP_PRIVATE && fs_->maps_shared())
+    return ConfigureSharedMMap(opts);
   std::shared_ptr<UniqueFd> fd = fd_;
   mm::FileFiller fill = [fd](uint8_t* dst, uint64_t len, uint64_t file_off) -> SysResult<uint64_t> {
     uint64_t done = 0;
@@ -309,6 +362,33 @@ SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
     return done;
   };
   return vfs::ConfigureCopyMMap(*this, opts, std::move(fill), fd_);
+}
+
+SysStatus GoferFileDescription::ConfigureSharedMMap(mm::MMapOpts& opts) {
+  if (!readable()) return Errno{EACCES};
+  if ((opts.prot & PROT_WRITE) && !writable()) return Errno{EACCES};
+  const uint64_t len = (opts.len + mm::kPageSize - 1) & ~(mm::kPageSize - 1);
+  if (len < opts.len || opts.file_off > MappedHostFile::kMaxSize ||
+      len > MappedHostFile::kMaxSize - opts.file_off) {
+    return Errno{ENOMEM};
+  }
+  ASSIGN_OR_RETURN_ERRNO(GoferFilesystem::HostKey key, Key());
+  ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<MappedHostFile> m, fs_->MapShared(key, fd_));
+  m->UseFd(fd_, writable());
+  if (writable()) {
+    m->MappedWritable();
+    opts.max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+  } else {
+    opts.max_prot = PROT_READ | PROT_EXEC;
+  }
+  ASSIGN_OR_RETURN_ERRNO(vfs::Attr a, Stat());
+  opts.dev = a.dev;
+  opts.ino = a.ino;
+  opts.name = vfs::AbsolutePathOf(path());
+  opts.file_ref = fd_;
+  ASSIGN_OR_RETURN_ERRNO(opts.shared_pages, m->PagesCovering(opts.file_off + len));
+  opts.observer = std::move(m);
+  return SysOk();
 }
 
 }  // namespace usentry::sentry::fsimpl

@@ -21,6 +21,7 @@
 #ifndef USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
 #define USENTRY_SENTRY_FSIMPL_GOFER_FS_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -28,6 +29,7 @@
 
 #include "base/unique_fd.h"
 #include "gofer/client.h"
+#include "sentry/fsimpl/gofer_mapped.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/inode.h"
 
@@ -52,8 +54,10 @@ class GoferFilesystem : public vfs::Filesystem {
   // `client` must outlive the filesystem and every inode of it.
   // `exclusive`: the sandbox is the only user of the tree (see above).
   // `owners`: how host owners appear inside (and back), see OwnerSwap.
+  // `mf`: where host files mapped MAP_SHARED keep their bytes (gofer_mapped.h); without
+  // it writable shared mappings are ENODEV.
   GoferFilesystem(gofer::Client* client, std::string tree, bool exclusive = false,
-                  OwnerSwap owners = {});
+                  OwnerSwap owners = {}, mm::MemoryFile* mf = nullptr);
   const OwnerSwap& owners() const { return owners_; }
   // Attaches to the tree: the root inode, and whether the gofer serves it read-only.
   SysResult<std::pair<std::shared_ptr<vfs::Inode>, bool>> Attach();
@@ -64,12 +68,24 @@ class GoferFilesystem : public vfs::Filesystem {
   // Attributes and absent names may be cached: read-only and exclusive.
   bool cache_metadata() const { return read_only_ && exclusive_; }
 
+  // --- host files mapped MAP_SHARED (gofer_mapped.h), by host (st_dev, st_ino) ---
+  using HostKey = std::pair<uint64_t, uint64_t>;
+  bool maps_shared() const { return mf_ != nullptr && !read_only_; }
+  bool any_mapped() const { return !mapped_.empty(); }
+  // The live MappedHostFile of `key`, if any.
+  std::shared_ptr<MappedHostFile> Mapped(const HostKey& key);
+  // The MappedHostFile of `key`, loaded from `fd` if there is none.
+  SysResult<std::shared_ptr<MappedHostFile>> MapShared(const HostKey& key,
+                                                       std::shared_ptr<UniqueFd> fd);
+
  private:
   gofer::Client* client_;
   std::string tree_;
   bool exclusive_;
   OwnerSwap owners_;
   bool read_only_ = false;
+  mm::MemoryFile* mf_;
+  std::map<HostKey, std::weak_ptr<MappedHostFile>> mapped_;
 };
 
 class GoferInode : public vfs::Inode {
@@ -119,8 +135,8 @@ class GoferInode : public vfs::Inode {
 class GoferFileDescription : public vfs::FileDescription {
  public:
   // `fd` may be shared with other descriptions of the same file (read-only trees).
-  GoferFileDescription(vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd, uint64_t dev,
-                       OwnerSwap owners);
+  GoferFileDescription(GoferFilesystem* fs, vfs::Path path, int flags, std::shared_ptr<UniqueFd> fd,
+                       uint64_t dev, OwnerSwap owners);
   SysResult<size_t> Read(Task* task, absl::Span<const iovec> dst, int64_t offset) override;
   SysResult<size_t> Write(Task* task, absl::Span<const iovec> src, int64_t offset) override;
   SysResult<int64_t> Seek(int64_t offset, int whence) override;
@@ -132,6 +148,13 @@ class GoferFileDescription : public vfs::FileDescription {
 
  private:
   SysResult<int64_t> HostSize();
+  SysStatus ConfigureSharedMMap(mm::MMapOpts& opts);
+  // While the file is mapped shared somewhere: its MappedHostFile, which reads and
+  // writes go through.
+  std::shared_ptr<MappedHostFile> Mapped();
+  SysResult<GoferFilesystem::HostKey> Key();
+  GoferFilesystem* fs_;
+  std::optional<GoferFilesystem::HostKey> key_;
   std::shared_ptr<UniqueFd> fd_;  // shared with mmap fillers
   uint64_t dev_;
   OwnerSwap owners_;

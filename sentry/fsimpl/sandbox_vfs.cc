@@ -112,7 +112,7 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
   for (const MountSpec& spec : cfg.mounts) {
     const OwnerSwap owners{cfg.host_uid, cfg.host_gid, cfg.app_uid, cfg.app_gid};
     auto fs = std::make_shared<GoferFilesystem>(mounts_gofer ? mounts_gofer : &gofer, spec.tree,
-                                                /*exclusive=*/false, owners);
+                                                /*exclusive=*/false, owners, cfg.memory_file);
     auto root = fs->Attach();
     if (!root.ok())
       return ErrnoError(absl::StrCat("gofer Attach(\"", spec.tree, "\")"), root.error());

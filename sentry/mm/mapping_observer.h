@@ -1,6 +1,6 @@
 // MappingObserver: something that must know how many VMAs map it, as Linux's vm_ops
-// open/close tell a mapped object. SysV shared memory counts its attachments
-// (shm_nattch) this way: a VMA split by munmap/mprotect or copied by fork counts once
+// open/close tell a mapped object (and when one of them is msync'ed). SysV shared memory counts its
+// attachments (shm_nattch) this way: a VMA split by munmap/mprotect or copied by fork counts once
 // more, and every removal (munmap, shmdt, exec, exit, a MAP_FIXED mapping over it)
 // counts once less.
 //
@@ -20,6 +20,8 @@ class MappingObserver {
  public:
   virtual void VmaOpened() = 0;
   virtual void VmaClosed() = 0;
+  // msync of (part of) such a VMA: the object's chance to write stores back.
+  virtual void Msync() {}
 
  protected:
   ~MappingObserver() = default;

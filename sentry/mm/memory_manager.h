@@ -117,8 +117,8 @@ class MemoryManager {
                               GuestAddr new_addr);
   SysStatus MAdviseDontNeed(GuestAddr addr, uint64_t len);
   // msync: validates like Linux (EINVAL, ENOMEM for unmapped parts). Shared mappings of
-  // sentry-held files map the file's own pages, and other file mappings are copies, so
-  // nothing is ever left to write back.
+  // sentry-held files map the file's own pages and private ones are copies; shared
+  // mappings of host files write their stores back (their observer's Msync).
   SysStatus MSync(GuestAddr addr, uint64_t len, int flags) const;
 
   // --- loader support ---

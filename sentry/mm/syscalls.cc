@@ -350,6 +350,12 @@ SysStatus MemoryManager::MSync(GuestAddr addr, uint64_t len, int flags) const {
     if (!v) return Errno{ENOMEM};
     a = v->end;
   }
+  // Shared mappings of host files hold stores for write-back (fsimpl/gofer_mapped.h).
+  for (uint64_t a = start; a < end;) {
+    const Vma* v = FindVma(a);
+    if (v->shared && v->observer.get() != nullptr) v->observer.get()->Msync();
+    a = v->end;
+  }
   return SysOk();
 }
 

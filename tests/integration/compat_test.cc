@@ -586,6 +586,64 @@ TEST_P(CompatTest, PythonSharedMemoryAndSqliteWal) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kSharedMappingScript, "@DIR@"});
 }
 
+// The same with the database in a --mount directory: sqlite's -shm file is a host file
+// mapped MAP_SHARED by two connections in two processes. The host sees the database.
+TEST_P(CompatTest, SqliteWalInAMountedDirectory) {
+  TempDir native_dir, host_dir;
+  RunResult native = Native({"/usr/bin/python3", "-c", kSharedMappingScript, native_dir.path()});
+  RunResult sandboxed = Sandboxed({"/usr/bin/python3", "-c", kSharedMappingScript, "/w/db"},
+                                  {"--user", "0", "--mount", host_dir.path() + ":/w:rw"});
+  EXPECT_EQ(sandboxed.out, native.out) << sandboxed.Describe();
+  EXPECT_EQ(sandboxed.exit_code, 0) << sandboxed.Describe();
+  RunResult check = Native({"/usr/bin/python3", "-c",
+                            "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("
+                            "'SELECT count(*), sum(x) FROM t').fetchone())",
+                            host_dir.path() + "/db/wal.db"});
+  EXPECT_EQ(check.out, "(12, 148)\n") << check.Describe();
+}
+
+// Stores through a MAP_SHARED mapping of a file in a --mount directory: read() sees
+// them at once, a forked child's stores are the parent's too, and the host file has
+// them all after the run, the last one made with no msync, after close.
+constexpr char kHostSharedMappingScript[] = R"py(
+import mmap, os, sys
+fn = os.path.join(sys.argv[1], "data.bin")
+with open(fn, "wb") as f:
+    f.write(b"A" * 8192)
+fd = os.open(fn, os.O_RDWR)
+m = mmap.mmap(fd, 8192)
+m[0:5] = b"hello"
+print(os.pread(fd, 5, 0))
+os.pwrite(fd, b"WORLD", 100)
+print(m[100:105])
+if os.fork() == 0:
+    m[200:205] = b"child"
+    os._exit(0)
+os.wait()
+print(m[200:205])
+m.flush()
+os.ftruncate(fd, 4096)
+print(os.fstat(fd).st_size, len(os.pread(fd, 8192, 0)))
+m2 = mmap.mmap(fd, 4096, prot=mmap.PROT_READ)
+print(m2[0:5])
+m[300:305] = b"late!"
+os.close(fd)
+)py";
+
+TEST_P(CompatTest, SharedMappingOfAMountedFileReachesTheHost) {
+  TempDir native_dir, host_dir;
+  RunResult native =
+      Native({"/usr/bin/python3", "-c", kHostSharedMappingScript, native_dir.path()});
+  RunResult sandboxed = Sandboxed({"/usr/bin/python3", "-c", kHostSharedMappingScript, "/w"},
+                                  {"--user", "0", "--mount", host_dir.path() + ":/w:rw"});
+  EXPECT_EQ(sandboxed.out, native.out) << sandboxed.Describe();
+  EXPECT_EQ(sandboxed.exit_code, native.exit_code) << sandboxed.Describe();
+  const std::string want = ReadHostFile(native_dir.path() + "/data.bin");
+  ASSERT_EQ(want.size(), 4096u);
+  EXPECT_EQ(want.substr(300, 5), "late!");
+  EXPECT_EQ(ReadHostFile(host_dir.path() + "/data.bin"), want);
+}
+
 // Pseudo-terminals from Python: pty.openpty (canonical echo, ONLCR, raw mode via tty),
 // pty.fork (the child is a session leader on its terminal; EIO once it is gone) and
 // ttyname of the replica.
