@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 
 #include <cstring>
 
@@ -128,6 +129,60 @@ std::string FormatMapsLine(const ProcMapsEntry& e) {
   }
   line += '\n';
   return line;
+}
+
+std::string FormatLimits(const std::vector<ProcLimit>& rlimits) {
+  // fs/proc/base.c's names and units, in RLIMIT_* order.
+  static constexpr struct {
+    const char* name;
+    const char* unit;
+  } kNames[] = {
+      {"Max cpu time", "seconds"},        {"Max file size", "bytes"},
+      {"Max data size", "bytes"},         {"Max stack size", "bytes"},
+      {"Max core file size", "bytes"},    {"Max resident set", "bytes"},
+      {"Max processes", "processes"},     {"Max open files", "files"},
+      {"Max locked memory", "bytes"},     {"Max address space", "bytes"},
+      {"Max file locks", "locks"},        {"Max pending signals", "signals"},
+      {"Max msgqueue size", "bytes"},     {"Max nice priority", nullptr},
+      {"Max realtime priority", nullptr}, {"Max realtime timeout", "us"},
+  };
+  auto value = [](uint64_t v) {
+    return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
+  };
+  std::string out =
+      absl::StrFormat("%-25s %-20s %-20s %-10s\n", "Limit", "Soft Limit", "Hard Limit", "Units");
+  for (size_t i = 0; i < rlimits.size() && i < std::size(kNames); i++) {
+    absl::StrAppendFormat(&out, "%-25s %-20s %-20s ", kNames[i].name, value(rlimits[i].cur),
+                          value(rlimits[i].max));
+    if (kNames[i].unit) absl::StrAppendFormat(&out, "%-10s", kNames[i].unit);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string FormatSmapsRollup(const ProcSmapsRollup& r) {
+  ProcMapsEntry head{r.start, r.end, 0, false, 0, 0, 0, "[rollup]"};
+  std::string out = FormatMapsLine(head);
+  auto kb = [&](const char* field, uint64_t bytes) {
+    absl::StrAppendFormat(&out, "%-16s%8u kB\n", absl::StrCat(field, ":"), bytes / 1024);
+  };
+  kb("Rss", r.rss);
+  kb("Pss", r.pss);
+  kb("Pss_Dirty", r.pss - std::min(r.pss, r.private_clean + r.shared_clean));
+  kb("Pss_Anon", r.pss_anon);
+  kb("Pss_File", r.pss_file);
+  kb("Pss_Shmem", r.pss_shmem);
+  kb("Shared_Clean", r.shared_clean);
+  kb("Shared_Dirty", r.shared_dirty);
+  kb("Private_Clean", r.private_clean);
+  kb("Private_Dirty", r.private_dirty);
+  kb("Referenced", r.rss);
+  kb("Anonymous", r.anonymous);
+  for (const char* zero : {"KSM", "LazyFree", "AnonHugePages", "ShmemPmdMapped", "FilePmdMapped",
+                           "Shared_Hugetlb", "Private_Hugetlb", "Swap", "SwapPss", "Locked"}) {
+    kb(zero, 0);
+  }
+  return out;
 }
 
 std::string FormatMountsLine(const ProcMountEntry& m) {

@@ -61,6 +61,21 @@ struct ProcStatusInfo {
 };
 std::string FormatStatus(const ProcStatusInfo& s);
 
+// /proc/PID/limits from the process's rlimits (RLIM_INFINITY prints "unlimited").
+struct ProcLimit {
+  uint64_t cur, max;
+};
+std::string FormatLimits(const std::vector<ProcLimit>& rlimits);  // RLIMIT_* order
+
+// /proc/PID/smaps_rollup: the sums over all VMAs, in bytes (printed in kB).
+struct ProcSmapsRollup {
+  uint64_t start = 0, end = 0;  // first VMA's start, last VMA's end
+  uint64_t rss = 0, pss = 0, pss_anon = 0, pss_file = 0, pss_shmem = 0;
+  uint64_t shared_clean = 0, shared_dirty = 0, private_clean = 0, private_dirty = 0;
+  uint64_t anonymous = 0;
+};
+std::string FormatSmapsRollup(const ProcSmapsRollup& r);
+
 // One line of /proc/PID/maps.
 struct ProcMapsEntry {
   uint64_t start = 0, end = 0;

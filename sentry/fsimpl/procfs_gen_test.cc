@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -50,6 +51,31 @@ TEST(ProcfsGenTest, MapsLine) {
   EXPECT_EQ(line.find("/usr/bin/true"), 73u);
   ProcMapsEntry shared{0x1000, 0x2000, PROT_READ, true, 0, 0, 0, "[heap]"};
   EXPECT_NE(FormatMapsLine(shared).find(" r--s "), std::string::npos);
+}
+
+TEST(ProcfsGenTest, LimitsAsLinuxPrintsThem) {
+  std::vector<ProcLimit> l(16, ProcLimit{RLIM_INFINITY, RLIM_INFINITY});
+  l[RLIMIT_NOFILE] = {1024, 4096};
+  const std::string text = FormatLimits(l);
+  EXPECT_NE(
+      text.find("Max open files            1024                 4096                 files     \n"),
+      std::string::npos);
+  // No unit: the line ends after the hard limit's padding.
+  EXPECT_NE(text.find("Max nice priority         unlimited            unlimited            \n"),
+            std::string::npos);
+}
+
+TEST(ProcfsGenTest, SmapsRollupFields) {
+  ProcSmapsRollup r;
+  r.start = 0x400000;
+  r.end = 0x7ffff000;
+  r.rss = r.pss = r.private_dirty = r.anonymous = r.pss_anon = 2048 * 1024;
+  const std::string text = FormatSmapsRollup(r);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "00400000-7ffff000 ---p 00000000 00:00 0                                  [rollup]");
+  EXPECT_NE(text.find("\nRss:                2048 kB\n"), std::string::npos);
+  EXPECT_NE(text.find("\nPss_Dirty:          2048 kB\n"), std::string::npos);
+  EXPECT_NE(text.find("\nLocked:                0 kB\n"), std::string::npos);
 }
 
 TEST(ProcfsGenTest, Mounts) {

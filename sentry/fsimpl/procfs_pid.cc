@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "sentry/fsimpl/procfs_net.h"
 #include "sentry/fsimpl/procfs_nodes.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -209,6 +211,50 @@ SysResult<std::string> MapsText(Kernel& k, int32_t tgid, int32_t tid) {
   return out;
 }
 
+SysResult<std::string> LimitsText(Kernel& k, int32_t tgid, int32_t tid) {
+  ASSIGN_OR_RETURN_ERRNO(Target t, FindTarget(k, tgid, tid));
+  std::vector<ProcLimit> limits;
+  for (const rlimit& r : t.tg->rlimits) limits.push_back({r.rlim_cur, r.rlim_max});
+  return FormatLimits(limits);
+}
+
+// Resident bytes are the pages of the memory file holding data. Pages another VMA maps
+// too (shared mappings, copy-on-write after fork) are divided among the VMAs holding
+// them for Pss, an approximation of Linux's per-page map counts.
+SysResult<std::string> SmapsRollupText(Kernel& k, int32_t tgid, int32_t tid) {
+  ASSIGN_OR_RETURN_ERRNO(Target t, FindTarget(k, tgid, tid));
+  if (t.task == nullptr || !t.task->mm_ptr()) return std::string();
+  const auto& vmas = t.task->mm().vmas();
+  ProcSmapsRollup r;
+  if (!vmas.empty()) {
+    r.start = vmas.begin()->second.start;
+    r.end = vmas.rbegin()->second.end;
+  }
+  const int memfd = k.memory_file().fd();
+  for (const auto& [start, v] : vmas) {
+    if (v.host || !v.range) continue;
+    const uint64_t resident =
+        ResidentInRange(memfd, v.range->offset() + v.range_off, v.end - v.start);
+    const bool shared = v.shared || v.cow;
+    const uint64_t sharers = shared ? std::max<long>(1, v.range.use_count()) : 1;
+    const uint64_t pss = resident / sharers;
+    r.rss += resident;
+    r.pss += pss;
+    if (v.shared) {
+      r.pss_shmem += pss;
+    } else if (v.file_ref) {
+      r.pss_file += pss;
+    } else {
+      r.pss_anon += pss;
+      r.anonymous += resident;
+    }
+    // File bytes never written since they were read are clean; the rest is dirty.
+    (shared ? (v.pristine ? r.shared_clean : r.shared_dirty)
+            : (v.pristine ? r.private_clean : r.private_dirty)) += resident;
+  }
+  return FormatSmapsRollup(r);
+}
+
 SysResult<std::string> StatmText(Kernel& k, int32_t tgid, int32_t tid) {
   ASSIGN_OR_RETURN_ERRNO(Target t, FindTarget(k, tgid, tid));
   uint64_t pages = 0;
@@ -299,11 +345,12 @@ struct Entry {
   uint8_t type;
 };
 constexpr Entry kPidEntries[] = {
-    {"auxv", DT_REG},   {"cgroup", DT_REG},        {"cmdline", DT_REG},   {"comm", DT_REG},
-    {"cwd", DT_LNK},    {"environ", DT_REG},       {"exe", DT_LNK},       {"fd", DT_DIR},
-    {"fdinfo", DT_DIR}, {"maps", DT_REG},          {"mountinfo", DT_REG}, {"mounts", DT_REG},
-    {"net", DT_DIR},    {"oom_score_adj", DT_REG}, {"root", DT_LNK},      {"stat", DT_REG},
-    {"statm", DT_REG},  {"status", DT_REG},        {"task", DT_DIR},
+    {"auxv", DT_REG},         {"cgroup", DT_REG},  {"cmdline", DT_REG},       {"comm", DT_REG},
+    {"cwd", DT_LNK},          {"environ", DT_REG}, {"exe", DT_LNK},           {"fd", DT_DIR},
+    {"fdinfo", DT_DIR},       {"limits", DT_REG},  {"maps", DT_REG},          {"mountinfo", DT_REG},
+    {"mounts", DT_REG},       {"net", DT_DIR},     {"oom_score_adj", DT_REG}, {"root", DT_LNK},
+    {"smaps_rollup", DT_REG}, {"stat", DT_REG},    {"statm", DT_REG},         {"status", DT_REG},
+    {"task", DT_DIR},
 };
 
 }  // namespace
@@ -347,6 +394,8 @@ SysResult<std::shared_ptr<vfs::Inode>> NewPidDir(std::shared_ptr<vfs::Filesystem
     if (name == "status") return file([=] { return StatusText(*kp, tgid, tid); });
     if (name == "maps") return file([=] { return MapsText(*kp, tgid, tid); });
     if (name == "statm") return file([=] { return StatmText(*kp, tgid, tid); });
+    if (name == "limits") return file([=] { return LimitsText(*kp, tgid, tid); });
+    if (name == "smaps_rollup") return file([=] { return SmapsRollupText(*kp, tgid, tid); });
     if (name == "auxv") return file([=] { return AuxvBytes(*kp, tgid, tid); });
     if (name == "mounts") return file([=] { return MountsText(*kp, false); });
     if (name == "mountinfo") return file([=] { return MountsText(*kp, true); });
