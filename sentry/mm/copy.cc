@@ -24,6 +24,10 @@ SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, boo
       if ((v->prot & need) == 0) return Errno{EFAULT};
     }
     uint64_t cur = a + done;
+    if (v->lazy_fill) {  // the file's bytes are not there yet (fill.cc)
+      RETURN_IF_ERRNO(Fill(cur, std::min<uint64_t>(a + n, v->end)));
+      v = FindVma(cur);
+    }
     if (access == Access::kWrite && v->cow) {
       // Pages another address space may share: give this one copies before writing.
       RETURN_IF_ERRNO(BreakCow(cur, std::min<uint64_t>(a + n, v->end)));

@@ -20,11 +20,6 @@ namespace usentry::sentry::mm {
 
 namespace {
 
-// How much one write copies: the 64 KiB-aligned chunk around the written page, clipped
-// to the VMA. Sixteen pages per trap halves the faults of the sequential writes that
-// dominate after fork (stacks, heaps, memset) at a few microseconds of copying each.
-constexpr uint64_t kCowChunk = 64 << 10;
-
 // A cow VMA's copies go to one destination range of its size (see Vma::cow_dest), but a
 // larger VMA gets one per window of this size around the writes: a huge reservation
 // written in a few places must not take memory-file offsets of its whole size.
@@ -37,8 +32,9 @@ bool OneMapping(const Vma& a, const Vma& b) {
          a.range && a.range == b.range && a.range_off + (a.end - a.start) == b.range_off &&
          a.prot == b.prot && a.max_prot == b.max_prot && a.grows_down == b.grows_down &&
          a.name == b.name && a.file_ref == b.file_ref && a.dev == b.dev && a.ino == b.ino &&
-         (!a.file_ref || a.file_off + (a.end - a.start) == b.file_off) && !a.pristine &&
-         !b.pristine && a.observer.get() == nullptr && b.observer.get() == nullptr;
+         (!a.file_ref || a.file_off + (a.end - a.start) == b.file_off) &&
+         a.pristine == b.pristine && !a.lazy_fill && !b.lazy_fill && a.observer.get() == nullptr &&
+         b.observer.get() == nullptr;
 }
 
 }  // namespace
@@ -123,6 +119,7 @@ void MemoryManager::ReclaimReadOnly() {
 }
 
 SysStatus MemoryManager::BreakCowAt(uint64_t addr) const {
+  RETURN_IF_ERRNO(FillAt(addr));  // the copy must have the file's bytes to copy
   auto it = vmas_.upper_bound(addr);
   if (it == vmas_.begin()) return SysOk();
   --it;
@@ -145,8 +142,8 @@ SysStatus MemoryManager::BreakCowAt(uint64_t addr) const {
     return SysOk();
   }
   ASSIGN_OR_RETURN_ERRNO(Vma * d, CowDestVma(addr));
-  const uint64_t lo = std::max(d->start, addr & ~(kCowChunk - 1));
-  const uint64_t hi = std::min(d->end, (addr & ~(kCowChunk - 1)) + kCowChunk);
+  const uint64_t lo = std::max(d->start, addr & ~(kFaultChunk - 1));
+  const uint64_t hi = std::min(d->end, (addr & ~(kFaultChunk - 1)) + kFaultChunk);
   std::shared_ptr<MemoryRange> dst = d->cow_dest;
   const uint64_t dst_off = d->cow_dest_off + (lo - d->start);
   ReplaceBacking(lo, hi, std::move(dst), dst_off, /*copy=*/true);
@@ -197,7 +194,7 @@ SysStatus MemoryManager::BreakCow(uint64_t start, uint64_t end) const {
       a = v->end;
       continue;
     }
-    const uint64_t next = std::min(v->end, (a & ~(kCowChunk - 1)) + kCowChunk);
+    const uint64_t next = std::min(v->end, (a & ~(kFaultChunk - 1)) + kFaultChunk);
     RETURN_IF_ERRNO(BreakCowAt(a));
     a = next;
   }
@@ -275,6 +272,13 @@ SysStatus MemoryManager::Consolidate(uint64_t start, uint64_t end) {
 MemoryManager::FaultResult MemoryManager::HandleFault(uint64_t addr, bool write, bool exec) {
   const Vma* v = FindVma(addr);
   if (!v) return FaultResult::kSignal;
+  // Unfilled pages are mapped PROT_NONE: any access the VMA allows fills them (fill.cc).
+  // A write to a cow VMA then faults once more, for the copy.
+  if (v->lazy_fill && (v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) != 0) {
+    const int need = exec ? PROT_EXEC : write ? PROT_WRITE : 0;
+    if ((v->prot & need) != need) return FaultResult::kSignal;
+    return FillAt(addr).ok() ? FaultResult::kResolved : FaultResult::kNoMemory;
+  }
   // A cow page faults only for writing (it is mapped readable and, if the VMA says so,
   // executable), so a non-exec fault on a writable cow VMA is the write to copy for.
   if (v->cow && (v->prot & PROT_WRITE) && !exec) {

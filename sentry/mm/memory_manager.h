@@ -32,7 +32,19 @@ namespace usentry::sentry::mm {
 // so apps get EPERM for fixed mappings there, on every platform alike.
 inline constexpr uint64_t kMinAddr = 0x20000;
 
+// What one fault (or sentry access) fills (fill.cc) or copies (cow.cc): the 64 KiB-aligned
+// chunk around the page, clipped to the VMA. Sixteen pages per trap halve the faults of
+// sequential access at a few microseconds of filling or copying each.
+inline constexpr uint64_t kFaultChunk = 64 << 10;
+
 enum class Access { kRead, kWrite };
+
+// Fills up to `len` bytes at `dst` with file contents starting at `file_off` and
+// returns how many it wrote: fewer than `len` only at the end of the file (the rest of
+// the mapping is zero). MMap calls it for consecutive pieces of the mapping, each with
+// its own file offset. Used for private (and, for now, shared) file mappings.
+using FileFiller =
+    std::function<SysResult<uint64_t>(uint8_t* dst, uint64_t len, uint64_t file_off)>;
 
 struct Vma {
   uint64_t start = 0;
@@ -51,10 +63,13 @@ struct Vma {
   // Mapped by the host in every address space of the platform, at the same address in
   // the sentry (the host vDSO block, platform/host_vdso.h): no memory-file pages.
   bool host = false;
-  // The pages still hold exactly the file's bytes at file_off (filled by a whole-file
-  // filler, never writable since): a MAP_FIXED remap of the same file at the same
-  // offset may take them over instead of reading the file again.
+  // The pages hold (or, while lazy_fill, will hold) exactly the file's bytes at file_off
+  // and were never writable since: clean, in /proc/PID/smaps_rollup's terms.
   bool pristine = false;
+  // Demand fill (fill.cc): the file's bytes are not read yet. The platform maps such a
+  // VMA PROT_NONE; the first access (an app fault, or the sentry reading or writing it)
+  // fills the 64 KiB chunk around it with lazy_fill and maps it as the VMA says.
+  FileFiller lazy_fill;
   // Told when this VMA is made, copied (split, fork) and removed (mapping_observer.h);
   // SysV shm attachments have one, other VMAs none.
   ObservedMapping observer;
@@ -70,15 +85,12 @@ struct Vma {
   uint64_t cow_dest_off = 0;
 };
 
-// The protection the platform maps `v` with: a copy-on-write VMA is not writable yet.
-inline int HostProt(const Vma& v) { return v.cow ? v.prot & ~PROT_WRITE : v.prot; }
-
-// Fills up to `len` bytes at `dst` with file contents starting at `file_off` and
-// returns how many it wrote: fewer than `len` only at the end of the file (the rest of
-// the mapping is zero). MMap calls it for consecutive pieces of the mapping, each with
-// its own file offset. Used for private (and, for now, shared) file mappings.
-using FileFiller =
-    std::function<SysResult<uint64_t>(uint8_t* dst, uint64_t len, uint64_t file_off)>;
+// The protection the platform maps `v` with: a copy-on-write VMA is not writable yet,
+// an unfilled one not accessible at all.
+inline int HostProt(const Vma& v) {
+  if (v.lazy_fill) return PROT_NONE;  // not filled yet
+  return v.cow ? v.prot & ~PROT_WRITE : v.prot;
+}
 
 struct MMapOpts {
   GuestAddr addr;
@@ -205,13 +217,14 @@ class MemoryManager {
   // Removes [start,end) from the VMA map and the address space. Pages of `keep` are not
   // given back: a new mapping is taking them over.
   void RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep = nullptr);
-  // Pages of [start, start+len) that a private, never-writable mapping of the same
-  // open file at the same offset already holds (one range, contiguous), if any.
-  std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> PristinePages(
-      uint64_t start, uint64_t len, const MMapOpts& o) const;
   SysStatus InsertVma(Vma vma);  // maps into the address space too
   void MapIntoAs(const Vma& v) const;
   bool RangeFree(uint64_t start, uint64_t end) const;
+  // --- demand fill (fill.cc) ---
+  // Fills every unfilled chunk of [start, end) (EIO/ENOMEM from the filler).
+  SysStatus Fill(uint64_t start, uint64_t end) const;
+  // Fills the chunk of the unfilled VMA around `addr`.
+  SysStatus FillAt(uint64_t addr) const;
   // --- copy-on-write (cow.cc) ---
   // Gives [start, end) pages of its own wherever it is copy-on-write, so the sentry may
   // write there; ENOMEM when the memory file is full.

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -175,13 +176,13 @@ TEST_F(MemoryManagerTest, DontNeedZeroesPrivateAnonymousPages) {
   EXPECT_EQ(v, 0u);
 }
 
-// What ld.so does for every library: map the whole span from offset 0, then map each
-// segment over it with MAP_FIXED at the same offsets. The file is read once; a segment
-// at another offset, or over pages that were writable, is read again.
-TEST_F(MemoryManagerTest, FixedRemapOfTheSameFileBytesReusesThePages) {
-  constexpr uint64_t kFileSize = 4 * kPageSize;
-  int reads = 0;
-  auto file = std::make_shared<int>(0);  // stands for the open file
+// File mappings are read where they are touched, a 64 KiB chunk at a time, whether the
+// app faults there or the sentry reads the memory; untouched chunks are never read.
+TEST_F(MemoryManagerTest, FileMappingsReadOnlyTheChunksTouched) {
+  constexpr uint64_t kChunk = kFaultChunk;
+  constexpr uint64_t kFileSize = 4 * kChunk - 100;  // the last chunk ends before its end
+  std::vector<uint64_t> reads;                      // file offsets asked for
+  auto file = std::make_shared<int>(0);             // stands for the open file
   auto opts = [&](GuestAddr addr, uint64_t len, int prot, uint64_t off) {
     MMapOpts o;
     o.addr = addr;
@@ -192,44 +193,70 @@ TEST_F(MemoryManagerTest, FixedRemapOfTheSameFileBytesReusesThePages) {
     o.fill_is_whole_file = true;
     o.file_ref = file;
     o.fill = [&reads](uint8_t* dst, uint64_t len, uint64_t off) -> SysResult<uint64_t> {
-      ++reads;
+      reads.push_back(off);
       const uint64_t n = off >= kFileSize ? 0 : std::min(len, kFileSize - off);
       for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>((off + i) / kPageSize + 1);
       return n;
     };
     return o;
   };
-  auto page_byte = [&](GuestAddr a) {
+  auto byte_at = [&](GuestAddr a) {
     uint8_t b = 0;
     EXPECT_TRUE(mm_->CopyIn(a, &b, 1).ok());
     return b;
   };
-  auto span = mm_->MMap(opts(GuestAddr(), kFileSize, PROT_READ, 0));
+  auto span = mm_->MMap(opts(GuestAddr(), 4 * kChunk, PROT_READ, 0));
   ASSERT_TRUE(span.ok());
-  ASSERT_EQ(reads, 1);
   const GuestAddr base = *span;
+  EXPECT_TRUE(reads.empty());
 
-  // Text over pages 1-2 at their own offsets: no read, same bytes, new protection.
-  ASSERT_TRUE(
-      mm_->MMap(opts(base + kPageSize, 2 * kPageSize, PROT_READ | PROT_EXEC, kPageSize)).ok());
-  EXPECT_EQ(reads, 1);
-  EXPECT_EQ(page_byte(base + kPageSize), 2);
-  EXPECT_EQ(page_byte(base + 2 * kPageSize), 3);
-  EXPECT_EQ(mm_->vmas().at((base + kPageSize).value()).prot, PROT_READ | PROT_EXEC);
-  EXPECT_EQ(page_byte(base + 3 * kPageSize), 4);  // the untouched rest of the span
+  EXPECT_EQ(byte_at(base + 2 * kChunk + 5 * kPageSize), 2 * kChunk / kPageSize + 6);
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0], 2 * kChunk);
+  EXPECT_EQ(mm_->HandleFault((base + 10).value(), false, false),
+            MemoryManager::FaultResult::kResolved);
+  EXPECT_EQ(reads.size(), 2u);
+  EXPECT_EQ(byte_at(base), 1);
+  EXPECT_EQ(reads.size(), 2u);  // filled once
+  // Past the file's end the mapping reads zeros.
+  EXPECT_EQ(byte_at(base + 4 * kChunk - 50), 0);
 
-  // Page 3 mapped from file offset 0: other bytes, so a read.
-  ASSERT_TRUE(mm_->MMap(opts(base + 3 * kPageSize, kPageSize, PROT_READ, 0)).ok());
-  EXPECT_EQ(reads, 2);
-  EXPECT_EQ(page_byte(base + 3 * kPageSize), 1);
+  // A segment mapped over chunk 1 from file offset 0, as ld.so does at other offsets.
+  ASSERT_TRUE(mm_->MMap(opts(base + kChunk, kChunk, PROT_READ | PROT_EXEC, 0)).ok());
+  EXPECT_EQ(byte_at(base + kChunk + kPageSize), 2);
+  // Every chunk filled: the span's VMAs with the same protection joined again.
+  EXPECT_EQ(mm_->vmas().size(), 3u);  // chunk 0 | chunk 1 (r-x) | chunks 2-3
+  // A PROT_NONE part is not filled by a fault: the fault is the app's.
+  ASSERT_TRUE(mm_->MProtect(base + 3 * kChunk, kChunk, PROT_NONE).ok());
+  EXPECT_EQ(mm_->HandleFault((base + 3 * kChunk).value(), false, false),
+            MemoryManager::FaultResult::kSignal);
+}
 
-  // Once writable, pages may differ from the file: remapping them reads again.
-  ASSERT_TRUE(mm_->MProtect(base, kPageSize, PROT_READ | PROT_WRITE).ok());
-  const uint8_t scribble = 0x55;
-  ASSERT_TRUE(mm_->CopyOut(base, &scribble, 1).ok());
-  ASSERT_TRUE(mm_->MMap(opts(base, kPageSize, PROT_READ, 0)).ok());
-  EXPECT_EQ(reads, 3);
-  EXPECT_EQ(page_byte(base), 1);
+// After fork both sides fill their untouched chunks with the file's bytes, and a write
+// fills first, then copies.
+TEST_F(MemoryManagerTest, ForkedFileMappingsFillAndCopy) {
+  auto file = std::make_shared<int>(0);
+  MMapOpts o;
+  o.len = 2 * kFaultChunk;
+  o.prot = PROT_READ | PROT_WRITE;
+  o.flags = MAP_PRIVATE;
+  o.file_ref = file;
+  o.fill = [](uint8_t* dst, uint64_t len, uint64_t) -> SysResult<uint64_t> {
+    memset(dst, 'f', len);
+    return len;
+  };
+  auto a = mm_->MMap(o);
+  ASSERT_TRUE(a.ok());
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  const uint8_t w = 'c';
+  ASSERT_TRUE(child->CopyOut(*a + kFaultChunk, &w, 1).ok());
+  uint8_t b = 0;
+  ASSERT_TRUE(mm_->CopyIn(*a + kFaultChunk, &b, 1).ok());
+  EXPECT_EQ(b, 'f');
+  ASSERT_TRUE(child->CopyIn(*a + kFaultChunk, &b, 1).ok());
+  EXPECT_EQ(b, 'c');
+  ASSERT_TRUE(child->CopyIn(*a + kFaultChunk + 1, &b, 1).ok());
+  EXPECT_EQ(b, 'f');
 }
 
 TEST_F(MemoryManagerTest, TranslateIovecsChecksEveryElement) {

@@ -10,7 +10,6 @@
 #include <memory>
 #include <tuple>
 
-#include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
 
 namespace usentry::sentry::mm {
@@ -32,31 +31,6 @@ Vma CopyUnobserved(Vma& v) {
   return copy;
 }
 
-// Fills a fresh range with file contents through a bounce buffer written
-// with pwrite, not through the sentry's mapping: each page touched through the mapping
-// costs a page fault (and a TLB shootdown when it is freed), which on a virtualized
-// host made libc's mmap take ~10 ms. Pages past the file's end stay unallocated.
-SysStatus FillFromFile(const MemoryRange& range, uint64_t len, uint64_t file_off,
-                       const FileFiller& fill) {
-  constexpr uint64_t kChunk = BounceBuffer::kSize;
-  BounceBuffer buf;
-  const int fd = range.file()->fd();
-  for (uint64_t pos = 0; pos < len;) {
-    const uint64_t want = std::min(kChunk, len - pos);
-    ASSIGN_OR_RETURN_ERRNO(uint64_t got, fill(buf.data(), want, file_off + pos));
-    got = std::min(got, want);
-    for (uint64_t w = 0; w < got;) {
-      const ssize_t n =
-          pwrite(fd, buf.data() + w, got - w, static_cast<off_t>(range.offset() + pos + w));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Errno{ENOMEM};  // the memory file is full (memcg limit)
-      w += static_cast<uint64_t>(n);
-    }
-    pos += got;
-    if (got < want) break;  // end of file
-  }
-  return SysOk();
-}
 }  // namespace
 
 SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
@@ -81,9 +55,6 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   }
   if ((o.prot & ~o.max_prot) != 0) return Errno{EACCES};
 
-  // ld.so maps each library's whole span from offset 0, then maps every segment over it
-  // with MAP_FIXED at the same file offsets: without this, most of every library would
-  // be read from the file twice.
   std::shared_ptr<MemoryRange> range;
   uint64_t range_off = 0;
   if (type != MAP_PRIVATE && o.shared_pages) {
@@ -92,14 +63,11 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
     }
     range = o.shared_pages;
     range_off = o.file_off;
-  } else if (fixed) {
-    if (auto pages = PristinePages(addr, len, o)) std::tie(range, range_off) = *pages;
   }
-  if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len, range.get());
+  if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len);
   if (!range) {
     range = mf_->Allocate(len);
     if (!range) return Errno{ENOMEM};
-    if (o.fill) RETURN_IF_ERRNO(FillFromFile(*range, len, o.file_off, o.fill));
   }
   Vma v;
   v.start = addr;
@@ -117,6 +85,9 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   v.file_ref = o.file_ref;
   v.pristine = o.fill && o.fill_is_whole_file && type == MAP_PRIVATE && !(o.prot & PROT_WRITE);
   v.observer = ObservedMapping(o.observer);
+  // File bytes are read at the first touch of each chunk (fill.cc): ld.so maps every
+  // library whole and then its segments over it, and most pages are never touched.
+  if (o.fill && !o.shared_pages) v.lazy_fill = o.fill;
   RETURN_IF_ERRNO(InsertVma(std::move(v)));
   return GuestAddr(addr);
 }
@@ -148,16 +119,16 @@ SysStatus MemoryManager::MProtect(GuestAddr addr, uint64_t len, int prot) {
   }
   SplitAt(start);
   SplitAt(end);
-  bool any_cow = false;
+  bool any_special = false;
   for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
     it->second.prot = prot;
     if (prot & PROT_WRITE) it->second.pristine = false;
-    any_cow |= it->second.cow;
+    any_special |= it->second.cow || it->second.lazy_fill;
   }
   if (!as_) return SysOk();
-  if (!any_cow) {
+  if (!any_special) {
     (void)as_->Protect(start, end - start, prot);
-  } else {  // copy-on-write pieces stay unwritable on the host
+  } else {  // copy-on-write pieces stay unwritable on the host, unfilled ones PROT_NONE
     for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
       (void)as_->Protect(it->second.start, it->second.end - it->second.start, HostProt(it->second));
     }
@@ -224,6 +195,8 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   if (new_len == 0 || old_len == 0) return Errno{EINVAL};
   uint64_t start = old_addr.value();
   if (start + old_len < start) return Errno{EFAULT};
+  // The pages move or are copied below: they must hold the file's bytes first.
+  RETURN_IF_ERRNO(Fill(start, start + old_len));
   // Copy-on-write may have split what the app mapped as one VMA: make it one again.
   RETURN_IF_ERRNO(Consolidate(start, start + old_len));
   const Vma* v = FindVma(start);
@@ -264,6 +237,7 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
       ext.pristine = false;  // fresh zero pages, not the file's
       ext.cow = false;       // ...and this address space's alone
       ext.cow_dest = nullptr;
+      ext.lazy_fill = nullptr;
       RETURN_IF_ERRNO(InsertVma(std::move(ext)));
       return old_addr;
     }
@@ -306,8 +280,9 @@ SysResult<GuestAddr> MemoryManager::MRemap(GuestAddr old_addr, uint64_t old_len,
   moved.range = std::move(r);
   moved.range_off = 0;
   moved.file_off = v->file_off + (start - v->start);
-  moved.shared = false;  // shared anonymous moves lose sharing (documented limitation)
-  moved.cow = false;     // a copy of its own
+  moved.shared = false;       // shared anonymous moves lose sharing (documented limitation)
+  moved.lazy_fill = nullptr;  // filled above
+  moved.cow = false;          // a copy of its own
   moved.cow_dest = nullptr;
   moved.cow_dest_off = 0;
   RemoveRange(start, start + old_len);

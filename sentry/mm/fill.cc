@@ -1,0 +1,86 @@
+// Demand fill of file mappings. A mapping made with a FileFiller (every private file
+// mapping: libraries, the ELF loader's segments, mmap of a file) reads nothing at mmap;
+// its VMA carries the filler (Vma::lazy_fill) and the platform maps it PROT_NONE. The
+// first access to a chunk — an app fault (HandleFault) or the sentry reading or writing
+// it (Access) — fills that 64 KiB chunk in place and maps it with the VMA's protection;
+// filled chunks merge back into one VMA (MergeAround). Natively most of a library's
+// pages are never touched; reading them all at mmap cost ~0.5 ms per MB here.
+//
+// Filling writes the file's bytes into pages that, after fork, both address spaces may
+// map (copy-on-write): both would write the same bytes, and neither writes such pages in
+// place otherwise, so a second fill of the same chunk changes nothing.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "sentry/mm/bounce_buffer.h"
+#include "sentry/mm/memory_manager.h"
+
+namespace usentry::sentry::mm {
+
+namespace {
+
+// Writes the file bytes of [file_off, file_off+len) into the memory file at `dst` through
+// a bounce buffer with pwrite, not through the sentry's mapping: each page touched
+// through the mapping costs a page fault (and a TLB shootdown when it is freed). Pages
+// past the file's end stay unallocated (zero).
+SysStatus FillFromFile(int memfd, uint64_t dst, uint64_t len, uint64_t file_off,
+                       const FileFiller& fill) {
+  constexpr uint64_t kChunk = BounceBuffer::kSize;
+  BounceBuffer buf;
+  for (uint64_t pos = 0; pos < len;) {
+    const uint64_t want = std::min(kChunk, len - pos);
+    ASSIGN_OR_RETURN_ERRNO(uint64_t got, fill(buf.data(), want, file_off + pos));
+    got = std::min(got, want);
+    for (uint64_t w = 0; w < got;) {
+      const ssize_t n = pwrite(memfd, buf.data() + w, got - w, static_cast<off_t>(dst + pos + w));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Errno{ENOMEM};  // the memory file is full (memcg limit)
+      w += static_cast<uint64_t>(n);
+    }
+    pos += got;
+    if (got < want) break;  // end of file
+  }
+  return SysOk();
+}
+
+}  // namespace
+
+SysStatus MemoryManager::FillAt(uint64_t addr) const {
+  const Vma* v = FindVma(addr);
+  if (!v || !v->lazy_fill) return SysOk();
+  const uint64_t lo = std::max(v->start, addr & ~(kFaultChunk - 1));
+  const uint64_t hi = std::min(v->end, (addr & ~(kFaultChunk - 1)) + kFaultChunk);
+  SplitAt(lo);
+  SplitAt(hi);
+  Vma& piece = vmas_.find(lo)->second;
+  RETURN_IF_ERRNO(FillFromFile(mf_->fd(), piece.range->offset() + piece.range_off, hi - lo,
+                               piece.file_off, piece.lazy_fill));
+  piece.lazy_fill = nullptr;
+  MapIntoAs(piece);
+  MergeAround(lo);
+  return SysOk();
+}
+
+SysStatus MemoryManager::Fill(uint64_t start, uint64_t end) const {
+  for (uint64_t a = start; a < end;) {
+    const Vma* v = FindVma(a);
+    if (!v) {  // a hole: go on at the next VMA
+      auto next = vmas_.upper_bound(a);
+      if (next == vmas_.end()) break;
+      a = next->first;
+      continue;
+    }
+    if (!v->lazy_fill) {
+      a = v->end;
+      continue;
+    }
+    const uint64_t next = std::min(v->end, (a & ~(kFaultChunk - 1)) + kFaultChunk);
+    RETURN_IF_ERRNO(FillAt(a));
+    a = next;
+  }
+  return SysOk();
+}
+
+}  // namespace usentry::sentry::mm
