@@ -109,6 +109,10 @@ class Platform {
   // Whether tasks on different host threads may run in one AddressSpace (see the
   // threading contract above). vfork children share their parent's only where true.
   virtual bool SharedAddressSpaces() const { return false; }
+  // Whether an app page fault reaching the sentry costs about a trapped syscall (systrap:
+  // a signal handled in the stub) rather than a ptrace stop: the sentry fills file
+  // mappings on demand only where faults are cheap.
+  virtual bool FaultsAreCheap() const { return false; }
   // The Context of a new app thread (clone with CLONE_VM) that will run in `as`, where
   // `parent` (the caller's Context) last switched and is stopped now. Called on the
   // parent's host thread; the result is then switched by the new task's own host

@@ -217,6 +217,7 @@ class SystrapPlatform final : public Platform {
   std::string Name() const override { return "systrap"; }
   // Every Context is its own stub thread; mm operations go through the stub.
   bool SharedAddressSpaces() const override { return true; }
+  bool FaultsAreCheap() const override { return true; }
   const HostVdso* Vdso() const override { return code_.vdso; }
   absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() override;
   absl::StatusOr<std::unique_ptr<Context>> NewContext() override;

@@ -217,6 +217,7 @@ SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std
   main.path = vfs::FilePath(task, *main.file);
 
   auto mm = std::make_shared<mm::MemoryManager>(&task.kernel().memory_file(), kMaxUserAddress);
+  mm->set_demand_fill(task.kernel().platform().FaultsAreCheap());
   uint64_t bias = main.info.header.type == ElfType::kDyn ? kPieBase - main.info.load_start : 0;
   RETURN_IF_ERRNO(MapElf(*mm, main, bias));
   mm->SetBrkBase(GuestAddr(bias + main.info.load_end));

@@ -52,6 +52,7 @@ std::unique_ptr<MemoryManager> MemoryManager::Fork() {
   child->env_start = env_start;
   child->env_end = env_end;
   child->auxv = auxv;
+  child->demand_fill_ = demand_fill_;
   // Runs of the parent's VMAs that were writable on the host and now are not, so that
   // neighbouring VMAs cost one host mprotect.
   uint64_t run_start = 0, run_end = 0;

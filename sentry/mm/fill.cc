@@ -4,7 +4,9 @@
 // first access to a chunk — an app fault (HandleFault) or the sentry reading or writing
 // it (Access) — fills that 64 KiB chunk in place and maps it with the VMA's protection;
 // filled chunks merge back into one VMA (MergeAround). Natively most of a library's
-// pages are never touched; reading them all at mmap cost ~0.5 ms per MB here.
+// pages are never touched; reading them all at mmap cost ~0.5 ms per MB here. Only where
+// faults are cheap (Platform::FaultsAreCheap: systrap): a ptrace fault costs more than
+// reading 64 KiB, so there MMap fills the whole mapping at once (set_demand_fill).
 //
 // Filling writes the file's bytes into pages that, after fork, both address spaces may
 // map (copy-on-write): both would write the same bytes, and neither writes such pages in
@@ -47,6 +49,11 @@ SysStatus FillFromFile(int memfd, uint64_t dst, uint64_t len, uint64_t file_off,
 
 }  // namespace
 
+SysStatus MemoryManager::FillPages(const Vma& v, uint64_t lo, uint64_t hi) const {
+  return FillFromFile(mf_->fd(), v.range->offset() + v.range_off + (lo - v.start), hi - lo,
+                      v.file_off + (lo - v.start), v.lazy_fill);
+}
+
 SysStatus MemoryManager::FillAt(uint64_t addr) const {
   const Vma* v = FindVma(addr);
   if (!v || !v->lazy_fill) return SysOk();
@@ -55,8 +62,7 @@ SysStatus MemoryManager::FillAt(uint64_t addr) const {
   SplitAt(lo);
   SplitAt(hi);
   Vma& piece = vmas_.find(lo)->second;
-  RETURN_IF_ERRNO(FillFromFile(mf_->fd(), piece.range->offset() + piece.range_off, hi - lo,
-                               piece.file_off, piece.lazy_fill));
+  RETURN_IF_ERRNO(FillPages(piece, lo, hi));
   piece.lazy_fill = nullptr;
   MapIntoAs(piece);
   MergeAround(lo);

@@ -138,6 +138,10 @@ class MemoryManager {
   // Lowest free gap of `len` bytes searching downward from the mmap base.
   SysResult<GuestAddr> FindGap(uint64_t len, GuestAddr hint) const;
   uint64_t max_user() const { return max_user_; }
+  // Whether file mappings are filled at the first touch of each chunk (fill.cc; the
+  // default) or whole at mmap, where a fault costs more than reading (ptrace). Forks
+  // inherit it.
+  void set_demand_fill(bool on) { demand_fill_ = on; }
   void set_stack_range(GuestAddr lo, GuestAddr hi) { stack_lo_ = lo, stack_hi_ = hi; }
   // Records host-mapped ranges (Vma::host) that every address space already has: all
   // of them, or (ENOMEM: one is not free, or beyond max_user()) none.
@@ -225,6 +229,8 @@ class MemoryManager {
   SysStatus Fill(uint64_t start, uint64_t end) const;
   // Fills the chunk of the unfilled VMA around `addr`.
   SysStatus FillAt(uint64_t addr) const;
+  // Reads [lo, hi) of unfilled VMA `v` from its file into its pages (not mapping them).
+  SysStatus FillPages(const Vma& v, uint64_t lo, uint64_t hi) const;
   // --- copy-on-write (cow.cc) ---
   // Gives [start, end) pages of its own wherever it is copy-on-write, so the sentry may
   // write there; ENOMEM when the memory file is full.
@@ -259,6 +265,7 @@ class MemoryManager {
   // live but never what the app reads.
   mutable std::map<uint64_t, Vma> vmas_;
   mutable uint64_t cow_copied_bytes_ = 0;
+  bool demand_fill_ = true;
   uint64_t brk_base_ = 0, brk_ = 0;
   GuestAddr stack_lo_, stack_hi_;
   std::unique_ptr<platform::AddressSpace> as_;

@@ -87,7 +87,13 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   v.observer = ObservedMapping(o.observer);
   // File bytes are read at the first touch of each chunk (fill.cc): ld.so maps every
   // library whole and then its segments over it, and most pages are never touched.
-  if (o.fill && !o.shared_pages) v.lazy_fill = o.fill;
+  if (o.fill && !o.shared_pages) {
+    v.lazy_fill = o.fill;
+    if (!demand_fill_) {  // whole, before the platform maps it
+      RETURN_IF_ERRNO(FillPages(v, v.start, v.end));
+      v.lazy_fill = nullptr;
+    }
+  }
   RETURN_IF_ERRNO(InsertVma(std::move(v)));
   return GuestAddr(addr);
 }
