@@ -188,18 +188,8 @@ SysResult<Vma*> MemoryManager::CowDestVma(uint64_t addr) const {
 }
 
 SysStatus MemoryManager::BreakCow(uint64_t start, uint64_t end) const {
-  for (uint64_t a = start; a < end;) {
-    const Vma* v = FindVma(a);
-    if (!v) return SysOk();  // the caller reports the hole
-    if (!v->cow) {
-      a = v->end;
-      continue;
-    }
-    const uint64_t next = std::min(v->end, (a & ~(kFaultChunk - 1)) + kFaultChunk);
-    RETURN_IF_ERRNO(BreakCowAt(a));
-    a = next;
-  }
-  return SysOk();
+  return ForEachChunk(
+      start, end, [](const Vma& v) { return v.cow; }, &MemoryManager::BreakCowAt);
 }
 
 void MemoryManager::ReplaceBacking(uint64_t start, uint64_t end, std::shared_ptr<MemoryRange> dst,

@@ -70,23 +70,9 @@ SysStatus MemoryManager::FillAt(uint64_t addr) const {
 }
 
 SysStatus MemoryManager::Fill(uint64_t start, uint64_t end) const {
-  for (uint64_t a = start; a < end;) {
-    const Vma* v = FindVma(a);
-    if (!v) {  // a hole: go on at the next VMA
-      auto next = vmas_.upper_bound(a);
-      if (next == vmas_.end()) break;
-      a = next->first;
-      continue;
-    }
-    if (!v->lazy_fill) {
-      a = v->end;
-      continue;
-    }
-    const uint64_t next = std::min(v->end, (a & ~(kFaultChunk - 1)) + kFaultChunk);
-    RETURN_IF_ERRNO(FillAt(a));
-    a = next;
-  }
-  return SysOk();
+  return ForEachChunk(
+      start, end, [](const Vma& v) { return static_cast<bool>(v.lazy_fill); },
+      &MemoryManager::FillAt);
 }
 
 }  // namespace usentry::sentry::mm

@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace usentry::sentry::mm {
@@ -71,6 +72,28 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
   start = std::max(start, kMinAddr);
   if (as_ && end > start) (void)as_->Unmap(start, end - start);
+}
+
+SysStatus MemoryManager::ForEachChunk(uint64_t start, uint64_t end, bool (*wants)(const Vma&),
+                                      SysStatus (MemoryManager::*op)(uint64_t) const) const {
+  for (uint64_t a = start; a < end;) {
+    const Vma* v = FindVma(a);
+    if (!v) {  // a hole: go on at the next VMA (callers report holes themselves)
+      auto next = vmas_.upper_bound(a);
+      if (next == vmas_.end()) break;
+      a = next->first;
+      continue;
+    }
+    if (!wants(*v)) {
+      a = v->end;
+      continue;
+    }
+    // Where this chunk ends, taken before `op` splits and merges VMAs around it.
+    const uint64_t next = std::min(v->end, (a & ~(kFaultChunk - 1)) + kFaultChunk);
+    RETURN_IF_ERRNO((this->*op)(a));
+    a = next;
+  }
+  return SysOk();
 }
 
 SysStatus MemoryManager::AddHostMappings(const std::vector<HostMapping>& parts) {

@@ -224,6 +224,10 @@ class MemoryManager {
   SysStatus InsertVma(Vma vma);  // maps into the address space too
   void MapIntoAs(const Vma& v) const;
   bool RangeFree(uint64_t start, uint64_t end) const;
+  // Calls `op` once per kFaultChunk-aligned chunk of [start, end) in the VMAs `wants`
+  // selects, skipping holes and other VMAs.
+  SysStatus ForEachChunk(uint64_t start, uint64_t end, bool (*wants)(const Vma&),
+                         SysStatus (MemoryManager::*op)(uint64_t) const) const;
   // --- demand fill (fill.cc) ---
   // Fills every unfilled chunk of [start, end) (EIO/ENOMEM from the filler).
   SysStatus Fill(uint64_t start, uint64_t end) const;
