@@ -74,6 +74,35 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   if (as_ && end > start) (void)as_->Unmap(start, end - start);
 }
 
+std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> MemoryManager::PristinePages(
+    uint64_t start, uint64_t len, const MMapOpts& o) const {
+  if ((o.flags & MAP_TYPE) != MAP_PRIVATE || !o.fill || !o.fill_is_whole_file || !o.file_ref) {
+    return std::nullopt;
+  }
+  std::shared_ptr<MemoryRange> range;
+  uint64_t range_off = 0;
+  for (uint64_t a = start; a < start + len;) {
+    const Vma* v = FindVma(a);
+    // (Not cow pages: the new VMA would have to inherit that; ld.so's overlays, what this
+    // is for, come right after exec, before any fork. Nor unfilled ones.)
+    if (!v || !v->pristine || v->shared || v->cow || v->lazy_fill || v->file_ref != o.file_ref) {
+      return std::nullopt;
+    }
+    // The same file bytes: this VMA maps file offset o.file_off + (a - start) at `a`...
+    if (v->file_off + (a - v->start) != o.file_off + (a - start)) return std::nullopt;
+    // ...and all of [start, start+len) is one contiguous run of one range.
+    const uint64_t off_here = v->range_off + (a - v->start);
+    if (!range) {
+      range = v->range;
+      range_off = off_here;
+    } else if (v->range != range || off_here != range_off + (a - start)) {
+      return std::nullopt;
+    }
+    a = v->end;
+  }
+  return std::make_pair(std::move(range), range_off);
+}
+
 SysStatus MemoryManager::ForEachChunk(uint64_t start, uint64_t end, bool (*wants)(const Vma&),
                                       SysStatus (MemoryManager::*op)(uint64_t) const) const {
   for (uint64_t a = start; a < end;) {

@@ -221,6 +221,10 @@ class MemoryManager {
   // Removes [start,end) from the VMA map and the address space. Pages of `keep` are not
   // given back: a new mapping is taking them over.
   void RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep = nullptr);
+  // Pages of [start, start+len) that a private, never-writable, filled mapping of the
+  // same open file at the same offset already holds (one range, contiguous), if any.
+  std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> PristinePages(
+      uint64_t start, uint64_t len, const MMapOpts& o) const;
   SysStatus InsertVma(Vma vma);  // maps into the address space too
   void MapIntoAs(const Vma& v) const;
   bool RangeFree(uint64_t start, uint64_t end) const;

@@ -259,6 +259,65 @@ TEST_F(MemoryManagerTest, ForkedFileMappingsFillAndCopy) {
   EXPECT_EQ(b, 'f');
 }
 
+// What ld.so does for every library: map the whole span from offset 0, then map each
+// segment over it with MAP_FIXED at the same offsets. Filled whole at mmap (ptrace), the
+// file is read once; a segment at another offset, or over pages that were writable, is
+// read again.
+TEST_F(MemoryManagerTest, FilledWholeFixedRemapOfTheSameFileBytesReusesThePages) {
+  mm_->set_demand_fill(false);
+  constexpr uint64_t kFileSize = 4 * kPageSize;
+  int reads = 0;
+  auto file = std::make_shared<int>(0);  // stands for the open file
+  auto opts = [&](GuestAddr addr, uint64_t len, int prot, uint64_t off) {
+    MMapOpts o;
+    o.addr = addr;
+    o.len = len;
+    o.prot = prot;
+    o.flags = MAP_PRIVATE | (addr.IsNull() ? 0 : MAP_FIXED);
+    o.file_off = off;
+    o.fill_is_whole_file = true;
+    o.file_ref = file;
+    o.fill = [&reads](uint8_t* dst, uint64_t len, uint64_t off) -> SysResult<uint64_t> {
+      ++reads;
+      const uint64_t n = off >= kFileSize ? 0 : std::min(len, kFileSize - off);
+      for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>((off + i) / kPageSize + 1);
+      return n;
+    };
+    return o;
+  };
+  auto page_byte = [&](GuestAddr a) {
+    uint8_t b = 0;
+    EXPECT_TRUE(mm_->CopyIn(a, &b, 1).ok());
+    return b;
+  };
+  auto span = mm_->MMap(opts(GuestAddr(), kFileSize, PROT_READ, 0));
+  ASSERT_TRUE(span.ok());
+  ASSERT_EQ(reads, 1);
+  const GuestAddr base = *span;
+
+  // Text over pages 1-2 at their own offsets: no read, same bytes, new protection.
+  ASSERT_TRUE(
+      mm_->MMap(opts(base + kPageSize, 2 * kPageSize, PROT_READ | PROT_EXEC, kPageSize)).ok());
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(page_byte(base + kPageSize), 2);
+  EXPECT_EQ(page_byte(base + 2 * kPageSize), 3);
+  EXPECT_EQ(mm_->vmas().at((base + kPageSize).value()).prot, PROT_READ | PROT_EXEC);
+  EXPECT_EQ(page_byte(base + 3 * kPageSize), 4);  // the untouched rest of the span
+
+  // Page 3 mapped from file offset 0: other bytes, so a read.
+  ASSERT_TRUE(mm_->MMap(opts(base + 3 * kPageSize, kPageSize, PROT_READ, 0)).ok());
+  EXPECT_EQ(reads, 2);
+  EXPECT_EQ(page_byte(base + 3 * kPageSize), 1);
+
+  // Once writable, pages may differ from the file: remapping them reads again.
+  ASSERT_TRUE(mm_->MProtect(base, kPageSize, PROT_READ | PROT_WRITE).ok());
+  const uint8_t scribble = 0x55;
+  ASSERT_TRUE(mm_->CopyOut(base, &scribble, 1).ok());
+  ASSERT_TRUE(mm_->MMap(opts(base, kPageSize, PROT_READ, 0)).ok());
+  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(page_byte(base), 1);
+}
+
 TEST_F(MemoryManagerTest, TranslateIovecsChecksEveryElement) {
   GuestAddr a = Map(kPageSize);
   uint64_t iov[4] = {a.value() + 16, 8, 0x10, 8};  // second element points nowhere

@@ -63,8 +63,14 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
     }
     range = o.shared_pages;
     range_off = o.file_off;
+  } else if (fixed && !demand_fill_) {
+    // ld.so maps each library's whole span from offset 0, then maps every segment over it
+    // with MAP_FIXED at the same file offsets. Where mappings are filled whole at mmap
+    // (ptrace), the segments take the span's pages over instead of reading them again.
+    if (auto pages = PristinePages(addr, len, o)) std::tie(range, range_off) = *pages;
   }
-  if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len);
+  const bool taken_over = range != nullptr && range != o.shared_pages;
+  if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len, range.get());
   if (!range) {
     range = mf_->Allocate(len);
     if (!range) return Errno{ENOMEM};
@@ -90,7 +96,7 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   if (o.fill && !o.shared_pages) {
     v.lazy_fill = o.fill;
     if (!demand_fill_) {  // whole, before the platform maps it
-      RETURN_IF_ERRNO(FillPages(v, v.start, v.end));
+      if (!taken_over) RETURN_IF_ERRNO(FillPages(v, v.start, v.end));
       v.lazy_fill = nullptr;
     }
   }
