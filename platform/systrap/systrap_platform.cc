@@ -281,7 +281,6 @@ void StubProcess::RecordPagesShared(uint64_t addr, uint64_t len, bool shared) {
 }
 
 bool StubProcess::PagesShared(uint64_t addr, uint64_t len) {
-  std::lock_guard<std::mutex> lock(maps_mu_);
   auto it = maps_.upper_bound(addr);
   if (it != maps_.begin()) --it;
   for (; it != maps_.end() && it->first < addr + len; ++it) {
@@ -312,12 +311,12 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr) {
   // Never while another thread of this process could be executing the site (the bytes
   // are not written atomically); nor rt_sigreturn, which always needs a frame.
   if (nr == SYS_rt_sigreturn || threads() != 1) return rip;
-  // Nor in code another process may be running (copy-on-write after fork); not
-  // remembered as unpatchable: once this process has the pages alone it may patch.
-  if (PagesShared(rip - kSiteSize, 13)) return rip;
   {
     std::lock_guard<std::mutex> lock(maps_mu_);
     if (not_patchable_.count(rip)) return rip;
+    // Nor in code another process may be running (copy-on-write after fork); not
+    // remembered as unpatchable: once this process has the pages alone it may patch.
+    if (PagesShared(rip - kSiteSize, 13)) return rip;
   }
   // Bytes [rip-7, rip+6): the mov form ends at rip, the cmp form starts at rip-2.
   uint8_t code[13];

@@ -88,8 +88,6 @@ class StubProcess {
   void RecordUnmap(uint64_t addr, uint64_t len);
   void RecordProtect(uint64_t addr, uint64_t len, int prot);
   void RecordPagesShared(uint64_t addr, uint64_t len, bool shared);
-  // Whether any page of [addr, addr+len) is shared with another address space.
-  bool PagesShared(uint64_t addr, uint64_t len);
   // Memory-file offset of [addr, addr+len) if one mapping with all of `prot` covers it.
   std::optional<uint64_t> Translate(uint64_t addr, uint64_t len, int prot);
   // After a trapped syscall `nr` whose instruction ended at `rip`: if the site is one
@@ -128,6 +126,8 @@ class StubProcess {
     bool shared_pages = false;  // AddressSpace::SetPagesShared
   };
   void EraseMappings(uint64_t lo, uint64_t hi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
+  // Whether any page of [addr, addr+len) is shared with another address space.
+  bool PagesShared(uint64_t addr, uint64_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
   // Applies `change` to the mappings of [addr, addr+len), split at its ends.
   void UpdateMappings(uint64_t addr, uint64_t len, const std::function<void(Mapping&)>& change);
   std::mutex maps_mu_;

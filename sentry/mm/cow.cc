@@ -102,14 +102,16 @@ bool MemoryManager::OnlyOwner(const MemoryRange* r) const {
 }
 
 void MemoryManager::ReclaimReadOnly() {
+  // Every reap calls this: count references only when there is something to reclaim.
+  if (std::none_of(vmas_.begin(), vmas_.end(),
+                   [](const auto& e) { return e.second.cow && !(e.second.prot & PROT_WRITE); })) {
+    return;
+  }
   std::unordered_map<const MemoryRange*, long> here;
-  bool any = false;
   for (const auto& [start, v] : vmas_) {
     if (v.range) here[v.range.get()]++;
     if (v.cow_dest) here[v.cow_dest.get()]++;
-    any |= v.cow && !(v.prot & PROT_WRITE);
   }
-  if (!any) return;
   for (auto& [start, v] : vmas_) {
     if (!v.cow || (v.prot & PROT_WRITE) || v.range.use_count() != here[v.range.get()]) continue;
     v.cow = false;

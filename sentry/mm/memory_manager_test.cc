@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -32,6 +33,29 @@ class MemoryManagerTest : public ::testing::Test {
     auto r = mm_->MMap(o);
     EXPECT_TRUE(r.ok()) << r.error();
     return r.ok() ? r.value() : GuestAddr();
+  }
+
+  // A private mapping of a made-up file of `file_size` bytes, each byte its page number
+  // plus one; `on_read` is told the file offset of every read.
+  static MMapOpts FileOpts(GuestAddr addr, uint64_t len, int prot, uint64_t off,
+                           std::shared_ptr<void> file, uint64_t file_size,
+                           std::function<void(uint64_t)> on_read) {
+    MMapOpts o;
+    o.addr = addr;
+    o.len = len;
+    o.prot = prot;
+    o.flags = MAP_PRIVATE | (addr.IsNull() ? 0 : MAP_FIXED);
+    o.file_off = off;
+    o.fill_is_whole_file = true;
+    o.file_ref = std::move(file);
+    o.fill = [file_size, on_read = std::move(on_read)](uint8_t* dst, uint64_t n,
+                                                       uint64_t at) -> SysResult<uint64_t> {
+      on_read(at);
+      const uint64_t got = at >= file_size ? 0 : std::min(n, file_size - at);
+      for (uint64_t i = 0; i < got; ++i) dst[i] = static_cast<uint8_t>((at + i) / kPageSize + 1);
+      return got;
+    };
+    return o;
   }
 
   std::unique_ptr<MemoryFile> mf_;
@@ -184,21 +208,8 @@ TEST_F(MemoryManagerTest, FileMappingsReadOnlyTheChunksTouched) {
   std::vector<uint64_t> reads;                      // file offsets asked for
   auto file = std::make_shared<int>(0);             // stands for the open file
   auto opts = [&](GuestAddr addr, uint64_t len, int prot, uint64_t off) {
-    MMapOpts o;
-    o.addr = addr;
-    o.len = len;
-    o.prot = prot;
-    o.flags = MAP_PRIVATE | (addr.IsNull() ? 0 : MAP_FIXED);
-    o.file_off = off;
-    o.fill_is_whole_file = true;
-    o.file_ref = file;
-    o.fill = [&reads](uint8_t* dst, uint64_t len, uint64_t off) -> SysResult<uint64_t> {
-      reads.push_back(off);
-      const uint64_t n = off >= kFileSize ? 0 : std::min(len, kFileSize - off);
-      for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>((off + i) / kPageSize + 1);
-      return n;
-    };
-    return o;
+    return FileOpts(addr, len, prot, off, file, kFileSize,
+                    [&reads](uint64_t at) { reads.push_back(at); });
   };
   auto byte_at = [&](GuestAddr a) {
     uint8_t b = 0;
@@ -269,21 +280,7 @@ TEST_F(MemoryManagerTest, FilledWholeFixedRemapOfTheSameFileBytesReusesThePages)
   int reads = 0;
   auto file = std::make_shared<int>(0);  // stands for the open file
   auto opts = [&](GuestAddr addr, uint64_t len, int prot, uint64_t off) {
-    MMapOpts o;
-    o.addr = addr;
-    o.len = len;
-    o.prot = prot;
-    o.flags = MAP_PRIVATE | (addr.IsNull() ? 0 : MAP_FIXED);
-    o.file_off = off;
-    o.fill_is_whole_file = true;
-    o.file_ref = file;
-    o.fill = [&reads](uint8_t* dst, uint64_t len, uint64_t off) -> SysResult<uint64_t> {
-      ++reads;
-      const uint64_t n = off >= kFileSize ? 0 : std::min(len, kFileSize - off);
-      for (uint64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>((off + i) / kPageSize + 1);
-      return n;
-    };
-    return o;
+    return FileOpts(addr, len, prot, off, file, kFileSize, [&reads](uint64_t) { ++reads; });
   };
   auto page_byte = [&](GuestAddr a) {
     uint8_t b = 0;
