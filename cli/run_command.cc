@@ -158,16 +158,17 @@ int ServeNetgate(const policy::NetPolicy& net, const std::string& run_id, Unique
 }
 
 // In the sentry child: start-up work that needs no decision yet, on threads started
-// before the child waits for its id maps (SandboxOptions::sentry_early) and joined
-// before it confines itself: Abseil's clock calibration (mostly sleeping) on one, the
-// stub code and the seccomp program (CPU) on the other.
+// before the child waits for its id maps (SandboxOptions::sentry_early): the stub code
+// and the seccomp program (CPU), joined before the sentry confines itself, and Abseil's
+// clock calibration (mostly sleeping), joined just before the app starts
+// (SentryConfig::before_app).
 std::vector<std::thread>& SentryEarlyThreads() {
   static auto* threads = new std::vector<std::thread>;
   return *threads;
 }
 
 void StartSentryEarlyWork(const std::string& platform) {
-  SentryEarlyThreads().push_back(sentry::confine::StartWarmUp());
+  sentry::confine::StartCalibration();
   SentryEarlyThreads().emplace_back([platform] {
     platform::PrewarmPlatform(platform);
     sentry::confine::PrebuildFilter();
@@ -206,6 +207,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
     config.layers.push_back({absl::StrCat("sentry-", l.name), l.applied, l.detail});
   }
   config.layers.push_back({"syscall-emulation", true, host->platform->Name()});
+  config.before_app = sentry::confine::FinishCalibration;
   config.gofer_fd = process.gofer_fd;
   config.mounts_gofer_fd = process.mounts_gofer_fd;
   config.netgate_fd = process.netgate_fd;

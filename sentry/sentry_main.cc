@@ -393,6 +393,9 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
     // The first image is loaded before the task runs so that "not found" and "not
     // executable" become usentry's exit codes 127/126, as in a shell.
     task->set_mm(std::make_shared<mm::MemoryManager>(&k.memory_file(), 1ull << 40));
+    // Before the first byte of the program is read (its ELF headers are the first input
+    // the app controls).
+    if (cfg.before_app) cfg.before_app();
     fsimpl::SetCurrentTask(task);
     SysStatus s = ExecSearchingPath(*task, cfg);
     fsimpl::SetCurrentTask(nullptr);

@@ -3,6 +3,7 @@
 #ifndef USENTRY_SENTRY_SENTRY_MAIN_H_
 #define USENTRY_SENTRY_SENTRY_MAIN_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ struct SentryConfig {
     std::string detail;
   };
   std::vector<Layer> layers;
+  // Called just before the first program is read and loaded: the CLI joins its start-up
+  // threads there (confine::FinishCalibration).
+  std::function<void()> before_app;
 };
 
 // What the sentry takes from the host before it confines itself: the memory file and

@@ -35,16 +35,22 @@ std::string ErrnoText(const std::string& call, int err = errno) {
   return absl::StrCat(call, ": ", strerrorname_np(err) ? strerrorname_np(err) : "?");
 }
 
-// Libraries that read /proc or /sys lazily on first use would be killed by the filter
-// later; make them do it now. (absl::Mutex consults NumCPUs and the cycle-clock
-// frequency when it first blocks.)
-void WarmUpAbseil() {
-  (void)absl::base_internal::NumCPUs();
-  (void)absl::base_internal::NominalCPUFrequency();
+// The thread StartCalibration started and FinishCalibration has not joined yet.
+absl::Mutex g_calibration_mu;
+std::optional<std::thread> g_calibration ABSL_GUARDED_BY(g_calibration_mu);
+
+bool Calibrating() {
+  absl::MutexLock lock(&g_calibration_mu);
+  return g_calibration.has_value();
 }
 
+// Libraries that read /proc or /sys lazily on first use would be killed by the filter
+// later; make them do it now. (absl::Mutex consults NumCPUs and the cycle-clock
+// frequency when it first blocks; the frequency is StartCalibration's thread's job if it
+// runs: asking here would wait for it.)
 void WarmUpLazyCaches() {
-  WarmUpAbseil();
+  (void)absl::base_internal::NumCPUs();
+  if (!Calibrating()) (void)absl::base_internal::NominalCPUFrequency();
   // glibc's malloc reads /proc/sys/vm/overcommit_memory the first time it shrinks a
   // thread arena's heap (free -> heap_trim -> shrink_heap): the sentry died of SIGSYS
   // (openat) in free() on a sentry thread. One arena means no such heaps; the main arena
@@ -316,11 +322,12 @@ std::optional<std::vector<sock_filter>> TakePrebuiltFilter() {
   return prog;
 }
 
-// What seccomp_load does with CTL_TSYNC (no_new_privs is already set).
-absl::Status LoadFilter(const std::vector<sock_filter>& prog) {
+// What seccomp_load does, with CTL_TSYNC when `tsync` (no_new_privs is already set).
+absl::Status LoadFilter(const std::vector<sock_filter>& prog, bool tsync) {
   const sock_fprog fprog{.len = static_cast<unsigned short>(prog.size()),
                          .filter = const_cast<sock_filter*>(prog.data())};
-  const long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog);
+  const long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                          tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &fprog);
   if (rc < 0) return ErrnoStatus("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC, sentry allowlist)");
   if (rc > 0) {
     return absl::FailedPreconditionError(
@@ -330,16 +337,30 @@ absl::Status LoadFilter(const std::vector<sock_filter>& prog) {
 }
 }  // namespace
 
-std::thread StartWarmUp() {
+void StartCalibration() {
   // Before the thread exists: a second thread's first malloc may otherwise create the
   // arena whose trimming WarmUpLazyCaches is there to prevent.
   mallopt(M_ARENA_MAX, 1);
-  return std::thread(WarmUpAbseil);
+  absl::MutexLock lock(&g_calibration_mu);
+  if (g_calibration) return;
+  g_calibration.emplace([] { (void)absl::base_internal::NominalCPUFrequency(); });
+}
+
+void FinishCalibration() {
+  std::optional<std::thread> t;
+  {
+    absl::MutexLock lock(&g_calibration_mu);
+    t.swap(g_calibration);
+  }
+  if (t) t->join();
 }
 
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
   ConfineReport report;
   WarmUpLazyCaches();
+  // The calibration thread stays outside the filter (it may not have read /sys yet): the
+  // filter goes on this thread only, and every thread started later inherits it.
+  const bool tsync = !Calibrating();
 
   ASSIGN_OR_RETURN(ConfineLayer root, PivotToEmptyRoot(options));
   report.layers.push_back(std::move(root));
@@ -363,14 +384,14 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
   if (debug) RETURN_IF_ERROR(InstallDebugHandler());
   std::optional<std::vector<sock_filter>> prebuilt = TakePrebuiltFilter();
   if (!debug && !options.allow_ptrace && prebuilt) {
-    RETURN_IF_ERROR(LoadFilter(*prebuilt));
+    RETURN_IF_ERROR(LoadFilter(*prebuilt, tsync));
     report.layers.push_back({"seccomp", true, "allowlist, kill (prebuilt)"});
     return report;
   }
   ASSIGN_OR_RETURN(
       ScmpFilter filter,
       BuildSentryFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS, options.allow_ptrace));
-  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_TSYNC, 1);
+  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_TSYNC, tsync ? 1 : 0);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_CTL_TSYNC)", -rc);
   rc = seccomp_load(filter.get());
   if (rc < 0) return ErrnoStatus("seccomp_load(sentry allowlist)", -rc);

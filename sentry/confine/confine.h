@@ -47,8 +47,8 @@ struct ConfineReport {
   std::string ToString() const;
 };
 
-// Confines the calling process, which must be single-threaded (seccomp is installed with
-// TSYNC anyway). Irreversible. Layers the host does not permit (no mount namespace, no
+// Confines the calling process, which must be single-threaded but for StartCalibration's
+// thread (seccomp is installed with TSYNC when that thread is not running). Irreversible. Layers the host does not permit (no mount namespace, no
 // CAP_SETPCAP) are skipped and reported; a failure that leaves the process in an unknown
 // state (no_new_privs, installing the filter) is an error and the caller must exit.
 // After it returns OK with the seccomp layer applied, opening files, sockets, exec and
@@ -81,11 +81,16 @@ absl::Status LockDown(ConfineReport& report, absl::string_view what,
 // ~1-1.5 ms to generate it on the test VM. Other options make ConfineSentry build its own.
 void PrebuildFilter();
 
-// Starts filling, on a new thread, the caches that libraries fill lazily from /proc and
-// /sys (forbidden once confined). ConfineSentry fills them anyway; starting early hides
-// the cost: Abseil calibrates the CPU frequency by sleeping (~4 ms on a VM without
-// tsc_freq_khz). Join the thread before ConfineSentry.
-std::thread StartWarmUp();
+// Starts Abseil's CPU-frequency calibration on a thread of its own: absl::Mutex needs
+// the frequency the first time a thread queues on it, and finding it reads /sys (which
+// the filter forbids) and, on a VM without tsc_freq_khz, then measures the TSC by
+// sleeping ~3.5 ms. Until FinishCalibration joins it, the thread runs outside the
+// seccomp filter (ConfineSentry filters the caller only, and later threads inherit it),
+// so the sentry need not wait for it before confining itself. It runs Abseil's code and
+// nothing else; call FinishCalibration before any app code runs.
+void StartCalibration();
+// Joins StartCalibration's thread (waiting for the calibration); idempotent.
+void FinishCalibration();
 
 }  // namespace usentry::sentry::confine
 

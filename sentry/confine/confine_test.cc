@@ -138,6 +138,28 @@ TEST(ConfineTest, PrebuiltFilterIsTheAllowlist) {
   EXPECT_EQ(WEXITSTATUS(allowed), 0);
 }
 
+// With the calibration thread still running, ConfineSentry filters the calling thread
+// without TSYNC: the sentry survives the calibration (which reads /sys), and a thread
+// started after confinement inherits the filter.
+TEST(ConfineTest, CalibrationRunsThroughConfinementAndLaterThreadsAreFiltered) {
+  int survived = RunInChild([] {
+    StartCalibration();
+    ConfineOrExit();
+    FinishCalibration();
+    return getpid() > 0 ? 0 : 3;
+  });
+  ASSERT_TRUE(WIFEXITED(survived)) << "signal " << WTERMSIG(survived);
+  EXPECT_EQ(WEXITSTATUS(survived), 0);
+  int killed = RunInChild([] {
+    StartCalibration();
+    ConfineOrExit();
+    FinishCalibration();
+    std::thread([] { (void)open("/etc/passwd", O_RDONLY); }).join();
+    return 1;
+  });
+  ExpectKilledBySigsys(killed);
+}
+
 TEST(ConfineTest, RootIsEmptyAfterPivot) {
   int status = RunInChild([] {
     ConfineOptions options;
