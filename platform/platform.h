@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/unique_fd.h"
 #include "platform/host_vdso.h"
 
 namespace usentry::platform {
@@ -57,6 +58,10 @@ struct SwitchResult {
   bool fault_write = false;
   bool fault_exec = false;
   siginfo_t info{};  // for kFault and kSignal: the host siginfo of the app's fault
+  // systrap, kSyscall: the call came from code mapped with MapHostFile, which the
+  // platform cannot patch (it rewrites memory-file pages); once the sentry gives this
+  // address memory-file pages (fills its chunk), the site's next call is patched. 0 if not.
+  uint64_t unpatchable_host_code = 0;
 };
 
 // Memory protections, same bits as PROT_READ/WRITE/EXEC.
@@ -70,6 +75,19 @@ class AddressSpace {
   // Maps [addr, addr+len) to memory-file bytes [offset, offset+len) MAP_SHARED|MAP_FIXED.
   // addr, len and offset are page aligned. Replaces whatever was mapped there.
   virtual absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) = 0;
+  // Maps [addr, addr+len) to bytes [offset, offset+len) of the host file `file` (opened
+  // read-only) MAP_PRIVATE|MAP_FIXED with `prot`, which has no PROT_WRITE: the app reads
+  // the host's page cache and nothing is copied. The sentry does not see these pages
+  // (they are not in the memory file), so it maps this way only file bytes it need not
+  // read itself (unfilled read-only mappings, sentry/mm/fill.cc) and maps memory-file
+  // pages over them before it reads or writes there. The platform keeps `file` open as
+  // long as it needs. Unimplemented where the platform cannot (ptrace).
+  virtual absl::Status MapHostFile(uint64_t addr, uint64_t len,
+                                   const std::shared_ptr<const UniqueFd>& file, uint64_t offset,
+                                   Prot prot) {
+    (void)addr, (void)len, (void)file, (void)offset, (void)prot;
+    return absl::UnimplementedError("MapHostFile: not on this platform");
+  }
   virtual absl::Status Unmap(uint64_t addr, uint64_t len) = 0;
   virtual absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) = 0;
   // Whether [addr, addr+len) maps pages that another address space may map too

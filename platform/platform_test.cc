@@ -4,6 +4,7 @@
 #include "platform/platform.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -379,17 +380,137 @@ TEST_P(PlatformTest, StubStartsWithCleanFpState) {
   EXPECT_EQ(xstate_bv & ~uint64_t{(1 << 9) | 3}, 0u);
 }
 
-TEST_P(PlatformTest, StubKeepsOnlyTheMemoryFile) {
+// The memory file, and under systrap the stub's own socket (MapHostFile's files arrive
+// on it): nothing of the sentry's, and not the zygote's socket.
+TEST_P(PlatformTest, StubKeepsOnlyTheMemoryFileAndItsSocket) {
   const std::string dir = absl::StrCat("/proc/", StubPid(), "/fd");
   DIR* d = opendir(dir.c_str());
   ASSERT_NE(d, nullptr) << dir;
-  std::vector<std::string> fds;
+  std::vector<std::string> others;
+  bool memfd = false;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') fds.push_back(e->d_name);
+    if (e->d_name[0] == '.') continue;
+    if (std::string(e->d_name) == std::to_string(memfd_.get())) {
+      memfd = true;
+      continue;
+    }
+    char target[256] = {};
+    (void)!readlink(absl::StrCat(dir, "/", e->d_name).c_str(), target, sizeof(target) - 1);
+    others.push_back(target);
   }
   closedir(d);
-  ASSERT_EQ(fds.size(), 1u);
-  EXPECT_EQ(fds[0], std::to_string(memfd_.get()));
+  EXPECT_TRUE(memfd);
+  if (GetParam() == "systrap") {
+    ASSERT_EQ(others.size(), 1u);
+    EXPECT_EQ(others[0].rfind("socket:", 0), 0u) << others[0];
+  } else {
+    EXPECT_TRUE(others.empty()) << others[0];
+  }
+}
+
+// A host file with page i holding bytes 0x10 + i, `pages` long (unlinked).
+std::shared_ptr<const UniqueFd> HostFile(int pages) {
+  char path[] = "/tmp/usentry-platform-test-XXXXXX";
+  auto fd = std::make_shared<UniqueFd>(mkstemp(path));
+  EXPECT_TRUE(fd->valid());
+  unlink(path);
+  for (int i = 0; i < pages; ++i) {
+    std::vector<uint8_t> page(kPage, static_cast<uint8_t>(0x10 + i));
+    EXPECT_EQ(pwrite(fd->get(), page.data(), kPage, i * kPage), static_cast<ssize_t>(kPage));
+  }
+  // What the sentry passes: a read-only descriptor.
+  auto ro = std::make_shared<UniqueFd>(
+      open(absl::StrCat("/proc/self/fd/", fd->get()).c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(ro->valid());
+  return ro;
+}
+
+TEST_P(PlatformTest, MapHostFileServesTheFilesBytesReadOnly) {
+  auto g = Gen();
+  g.mov(rbx, kData);
+  g.movzx(edi, g.byte[rbx]);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(g.byte[rbx], 1);
+  Load(g);
+  std::shared_ptr<const UniqueFd> file = HostFile(3);
+  absl::Status st = as_->MapHostFile(kData, kPage, file, kPage, PROT_READ);
+  if (GetParam() == "ptrace") {
+    EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+    return;
+  }
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.rdi, 0x11u);  // page 1 of the file
+  SwitchResult r = RunApp();
+  ASSERT_EQ(r.kind, SwitchKind::kFault);  // never writable
+  EXPECT_EQ(r.fault_addr, kData);
+  // Memory-file pages mapped over it replace it.
+  ASSERT_EQ(pwrite(memfd_.get(), "\x2a", 1, kDataOff), 1);
+  ASSERT_TRUE(as_->MapFile(kData, kPage, kDataOff, PROT_READ | PROT_WRITE).ok());
+  regs_.gp.rip = kCode;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.rdi, 0x2au);
+  EXPECT_FALSE(as_->MapHostFile(kData, kPage, file, 0, PROT_READ | PROT_WRITE).ok());
+}
+
+// More files than a stub keeps descriptors for: the oldest are closed, their mappings
+// stay.
+TEST_P(PlatformTest, MapHostFileMappingsOutliveTheStubsDescriptors) {
+  if (GetParam() == "ptrace") GTEST_SKIP() << "no MapHostFile on ptrace";
+  constexpr int kFiles = systrap::StubProcess::kMaxHostFds + 6;
+  std::vector<std::shared_ptr<const UniqueFd>> files;
+  for (int i = 0; i < kFiles; ++i) {
+    files.push_back(HostFile(i % 7 + 1));
+    ASSERT_TRUE(
+        as_->MapHostFile(kData + i * kPage, kPage, files.back(), (i % 7) * kPage, PROT_READ).ok());
+  }
+  auto g = Gen();
+  g.mov(rbx, kData);
+  g.xor_(edi, edi);
+  for (int i = 0; i < kFiles; ++i) {  // rdi = sum of the first byte of every page
+    g.movzx(eax, g.byte[rbx + i * kPage]);
+    g.add(edi, eax);
+  }
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  Load(g);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  uint64_t want = 0;
+  for (int i = 0; i < kFiles; ++i) want += 0x10 + i % 7;
+  EXPECT_EQ(regs_.gp.rdi, want);
+}
+
+// Code in a host file's pages cannot be patched; the platform says where it ran so the
+// sentry can give that code memory-file pages.
+TEST_P(PlatformTest, SyscallFromHostFileCodeIsReportedUnpatchable) {
+  if (GetParam() == "ptrace") GTEST_SKIP() << "no MapHostFile on ptrace";
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  char path[] = "/tmp/usentry-platform-test-XXXXXX";
+  UniqueFd rw(mkstemp(path));
+  ASSERT_TRUE(rw.valid());
+  unlink(path);
+  ASSERT_EQ(pwrite(rw.get(), g.getCode(), g.getSize(), 0), static_cast<ssize_t>(g.getSize()));
+  ASSERT_EQ(ftruncate(rw.get(), kPage), 0);
+  auto file = std::make_shared<UniqueFd>(
+      open(absl::StrCat("/proc/self/fd/", rw.get()).c_str(), O_RDONLY | O_CLOEXEC));
+  Load(Gen());  // the stack
+  ASSERT_TRUE(as_->MapHostFile(kCode, kPage, file, 0, PROT_READ | PROT_EXEC).ok());
+  regs_.gp.rip = kCode;
+  SwitchResult r = RunApp();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(r.unpatchable_host_code, kCode + 7);
+  // The same code in memory-file pages is not reported (and is patched).
+  ASSERT_EQ(pwrite(memfd_.get(), g.getCode(), g.getSize(), kCodeOff),
+            static_cast<ssize_t>(g.getSize()));
+  ASSERT_TRUE(as_->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
+  r = RunApp();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(r.unpatchable_host_code, 0u);
 }
 
 TEST_P(PlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {

@@ -154,8 +154,13 @@ void StubChildMain(const StubChildArgs& args) {
   }
 
   // Keep only keep_fds: not the gofer socket, stdio, or anything else.
-  long keep[2] = {args.keep_fds[0], args.keep_fds[1]};
-  if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+  long keep[3] = {args.keep_fds[0], args.keep_fds[1], args.keep_fds[2]};
+  // Ascending (no library sort: this runs in a child of a multi-threaded process).
+  for (int i = 0; i < 3; ++i) {
+    for (int j = i + 1; j < 3; ++j) {
+      if (keep[j] < keep[i]) std::swap(keep[i], keep[j]);
+    }
+  }
   long next = 0;
   for (long fd : keep) {
     if (fd < 0) continue;

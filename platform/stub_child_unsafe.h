@@ -26,12 +26,12 @@ inline constexpr int kStubStartupFailedExit = 120;
 // What the forked child needs; prepared by the parent before the fork because the child
 // may not allocate (another sentry thread may hold the malloc lock at fork time).
 struct StubChildArgs {
-  int keep_fds[2] = {-1, -1};    // the only fds the stub keeps (-1: unused)
-  pid_t parent_pid = 0;          // to detect that the parent died before PDEATHSIG was set
-  const void* filter = nullptr;  // struct sock_fprog* of the stub seccomp filter
-  uint64_t entry = 0;            // where the child jumps; it never returns
-  uint64_t entry_arg = 0;        // in rdi at entry
-  bool trace_me = false;         // PTRACE_TRACEME (the ptrace platform)
+  int keep_fds[3] = {-1, -1, -1};  // the only fds the stub keeps (-1: unused)
+  pid_t parent_pid = 0;            // to detect that the parent died before PDEATHSIG was set
+  const void* filter = nullptr;    // struct sock_fprog* of the stub seccomp filter
+  uint64_t entry = 0;              // where the child jumps; it never returns
+  uint64_t entry_arg = 0;          // in rdi at entry
+  bool trace_me = false;           // PTRACE_TRACEME (the ptrace platform)
   // PR_SET_PDEATHSIG(SIGKILL): die with the forking thread. The ptrace platform turns
   // it off: a stub outlives the thread that made it when that app thread exits before
   // the process's other threads; PTRACE_O_EXITKILL on every stub thread ties the stub

@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Create(int memory_fd) {
   // Everything the child reads is prepared here: it must not allocate.
   const sock_fprog prog{.len = static_cast<unsigned short>(filter.size()),
                         .filter = const_cast<sock_filter*>(filter.data())};
-  const StubChildArgs args{.keep_fds = {memory_fd, -1},
+  const StubChildArgs args{.keep_fds = {memory_fd, -1, -1},
                            .parent_pid = getpid(),
                            .filter = &prog,
                            .entry = stub.entry,

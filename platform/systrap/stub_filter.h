@@ -3,9 +3,10 @@
 // Policy, in order:
 //  * instruction pointer inside the stub code page: only the host syscalls the stub
 //    code makes are allowed (munmap, mmap, mprotect, futex WAIT/WAKE, clone with the
-//    zygote's or the thread flags, prctl(PR_SET_PDEATHSIG), close, gettid,
-//    sigaltstack, arch_prctl(ARCH_SET_FS/GS), rt_sigreturn, exit, exit_group); anything
-//    else kills the process.
+//    zygote's or the thread flags, prctl(PR_SET_PDEATHSIG), close, recvmsg (the host
+//    files MapHostFile maps arrive on the stub's own socket), gettid, sigaltstack,
+//    arch_prctl(ARCH_SET_FS/GS), rt_sigreturn, exit, exit_group); anything else kills
+//    the process.
 //  * anywhere else (app code): SECCOMP_RET_TRAP, whatever the arch or number. The
 //    stub's SIGSYS handler hands the call to the sentry, which emulates it (an int 0x80
 //    or x32 call arrives with its arch/number and is refused there).

@@ -51,8 +51,8 @@ TEST_P(StubFilterTest, AppSyscallsTrapWhateverTheirNumberOrArch) {
 TEST_P(StubFilterTest, AllowsTheStubsOwnCallsFromItsCode) {
   const uint64_t code = GetParam();
   for (uint64_t ip : {code, code + 0x42, code + kCodeSize - 1}) {
-    for (int nr : {SYS_munmap, SYS_mmap, SYS_mprotect, SYS_close, SYS_gettid, SYS_sigaltstack,
-                   SYS_rt_sigreturn, SYS_exit, SYS_exit_group}) {
+    for (int nr : {SYS_munmap, SYS_mmap, SYS_mprotect, SYS_close, SYS_recvmsg, SYS_gettid,
+                   SYS_sigaltstack, SYS_rt_sigreturn, SYS_exit, SYS_exit_group}) {
       EXPECT_EQ(Eval(Call(nr, ip)), SECCOMP_RET_ALLOW) << nr;
     }
     EXPECT_EQ(Eval(Call(SYS_futex, ip, {0, FUTEX_WAIT})), SECCOMP_RET_ALLOW);
@@ -67,9 +67,9 @@ TEST_P(StubFilterTest, AllowsTheStubsOwnCallsFromItsCode) {
 
 TEST_P(StubFilterTest, KillsEverythingElseFromItsCode) {
   const uint64_t ip = GetParam() + 0x80;
-  for (int nr :
-       {SYS_read, SYS_write, SYS_openat, SYS_execve, SYS_ptrace, SYS_fork, SYS_socket, SYS_kill,
-        SYS_tgkill, SYS_mremap, SYS_process_vm_writev, SYS_seccomp, 0x3ff, 0x40000000 | SYS_mmap}) {
+  for (int nr : {SYS_read, SYS_write, SYS_openat, SYS_execve, SYS_ptrace, SYS_fork, SYS_socket,
+                 SYS_kill, SYS_tgkill, SYS_mremap, SYS_process_vm_writev, SYS_seccomp, SYS_sendmsg,
+                 0x3ff, 0x40000000 | SYS_mmap}) {
     EXPECT_EQ(Eval(Call(nr, ip)), SECCOMP_RET_KILL_PROCESS) << nr;
   }
   // The allowed calls only with the stub's own arguments.

@@ -7,6 +7,7 @@
 #include <linux/falloc.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <sys/wait.h>
@@ -152,17 +153,138 @@ absl::Status StubProcess::Call(int i, SlotOp op, const char* what, bool (*on_tic
   return Wait(i, what, on_tick, tick_arg);
 }
 
+int StubProcess::ControlSlot() {
+  for (int k = 1; k < kMaxSlots; ++k) {
+    if (parked_[k]) return k;
+  }
+  return 0;
+}
+
 absl::StatusOr<int64_t> StubProcess::ControlSyscall(int nr, std::array<uint64_t, 6> args) {
   std::lock_guard<std::mutex> lock(mu_);
-  int i = 0;
-  for (int k = 1; k < kMaxSlots && i == 0; ++k) {
-    if (parked_[k]) i = k;
-  }
+  const int i = ControlSlot();
   SlotHeader* h = slot(i);
   h->nr = static_cast<uint64_t>(nr);
   for (int k = 0; k < 6; ++k) h->args[k] = args[k];
   RETURN_IF_ERROR(Call(i, kOpSyscall, "during a host syscall for the sentry"));
   return h->result;
+}
+
+namespace {
+// Where ReceiveFd builds its msghdr: the rest of the slot's header page.
+constexpr uint64_t kScratchOffset = 2048;
+struct FdMessage {
+  msghdr msg;
+  iovec iov;
+  char byte;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+};
+static_assert(sizeof(SlotHeader) <= kScratchOffset &&
+              kScratchOffset + sizeof(FdMessage) <= kPageSize);
+
+// Sends `fd` as SCM_RIGHTS (with one byte) on `sock`.
+absl::Status SendFd(int sock, int fd) {
+  char byte = 0;
+  iovec iov{.iov_base = &byte, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  if (sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+    return ErrnoStatus("sendmsg(SCM_RIGHTS) to a systrap stub");
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::StatusOr<int> StubProcess::ReceiveFd(int sock) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int i = ControlSlot();
+  // Built in the slot (app-writable, like all of it): what comes back is only trusted to
+  // be some number, which only ever names a descriptor of this stub.
+  const uint64_t at = StubSlotAddress(i) + kScratchOffset;
+  auto* m = reinterpret_cast<FdMessage*>(reinterpret_cast<uint8_t*>(slot(i)) + kScratchOffset);
+  std::memset(m, 0, sizeof(*m));
+  m->iov.iov_base = reinterpret_cast<void*>(at + offsetof(FdMessage, byte));
+  m->iov.iov_len = 1;
+  m->msg.msg_iov = reinterpret_cast<iovec*>(at + offsetof(FdMessage, iov));
+  m->msg.msg_iovlen = 1;
+  m->msg.msg_control = reinterpret_cast<void*>(at + offsetof(FdMessage, control));
+  m->msg.msg_controllen = sizeof(m->control);
+  SlotHeader* h = slot(i);
+  h->nr = SYS_recvmsg;
+  h->args[0] = static_cast<uint64_t>(sock);
+  h->args[1] = at + offsetof(FdMessage, msg);
+  h->args[2] = MSG_DONTWAIT;  // the message is queued already; never block the stub
+  for (int k = 3; k < 6; ++k) h->args[k] = 0;
+  RETURN_IF_ERROR(Call(i, kOpSyscall, "while receiving a host file"));
+  if (h->result != 1) {
+    return ErrnoStatus(absl::StrFormat("recvmsg in systrap stub pid=%d", pid_),
+                       IsLinuxErrno(h->result) ? static_cast<int>(-h->result) : EPROTO);
+  }
+  cmsghdr c;
+  std::memcpy(&c, m->control, sizeof(c));
+  int fd = -1;
+  if (c.cmsg_level == SOL_SOCKET && c.cmsg_type == SCM_RIGHTS &&
+      c.cmsg_len == CMSG_LEN(sizeof(int))) {
+    std::memcpy(&fd, m->control + (CMSG_DATA(&c) - reinterpret_cast<unsigned char*>(&c)),
+                sizeof(int));
+  }
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrFormat("systrap stub pid=%d: recvmsg brought no descriptor", pid_));
+  }
+  return fd;
+}
+
+absl::Status StubProcess::Connect(int zygote_sock, int zygote_sock_in_stub) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return ErrnoStatus("socketpair(AF_UNIX) for a systrap stub");
+  }
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  absl::Status st = SendFd(zygote_sock, theirs.get());
+  absl::StatusOr<int> got = st.ok() ? ReceiveFd(zygote_sock_in_stub) : st;
+  // Closed before any app code runs here, so no app ever holds the zygote socket.
+  absl::StatusOr<int64_t> closed =
+      ControlSyscall(SYS_close, {static_cast<uint64_t>(zygote_sock_in_stub)});
+  if (!got.ok()) return got.status();
+  if (!closed.ok()) return closed.status();
+  if (*closed != 0) {
+    return ErrnoStatus("close(zygote socket) in a systrap stub", static_cast<int>(-*closed));
+  }
+  sock_ = std::move(mine);
+  sock_in_stub_ = *got;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> StubProcess::HostFdInStub(const std::shared_ptr<const UniqueFd>& file) {
+  std::lock_guard<std::mutex> lock(host_fds_mu_);
+  for (const HostFd& h : host_fds_) {
+    if (h.file == file) return h.in_stub;
+  }
+  if (!sock_.valid()) return absl::FailedPreconditionError("systrap stub has no socket");
+  if (host_fds_.size() >= kMaxHostFds) {
+    (void)ControlSyscall(SYS_close, {static_cast<uint64_t>(host_fds_.front().in_stub)});
+    host_fds_.pop_front();
+  }
+  RETURN_IF_ERROR(SendFd(sock_.get(), file->get()));
+  absl::StatusOr<int> fd = ReceiveFd(sock_in_stub_);
+  if (!fd.ok()) {
+    // What stays queued would answer the next request with this file: no more host
+    // files for this stub (its mappings fall back to memory-file copies).
+    sock_.reset();
+    return fd.status();
+  }
+  host_fds_.push_back({file, *fd});
+  return *fd;
 }
 
 void StubProcess::Park(int i) {
@@ -245,6 +367,12 @@ void StubProcess::RecordMap(uint64_t addr, uint64_t len, uint64_t offset, int pr
   maps_[addr] = Mapping{addr + len, offset, prot};
 }
 
+void StubProcess::RecordHostFileMap(uint64_t addr, uint64_t len, int prot) {
+  std::lock_guard<std::mutex> lock(maps_mu_);
+  EraseMappings(addr, addr + len);
+  maps_[addr] = Mapping{.end = addr + len, .offset = 0, .prot = prot, .host_file = true};
+}
+
 void StubProcess::RecordUnmap(uint64_t addr, uint64_t len) {
   std::lock_guard<std::mutex> lock(maps_mu_);
   EraseMappings(addr, addr + len);
@@ -295,7 +423,7 @@ std::optional<uint64_t> StubProcess::Translate(uint64_t addr, uint64_t len, int 
   if (it == maps_.begin()) return std::nullopt;
   --it;
   const Mapping& m = it->second;
-  if (addr + len > m.end || (m.prot & prot) != prot) return std::nullopt;
+  if (m.host_file || addr + len > m.end || (m.prot & prot) != prot) return std::nullopt;
   return m.offset + (addr - it->first);
 }
 
@@ -306,7 +434,7 @@ constexpr uint8_t kJmpAbs[3] = {0xff, 0x24, 0x25};
 constexpr size_t kSiteSize = 7;
 }  // namespace
 
-uint64_t StubProcess::MaybePatch(uint64_t rip, int nr) {
+uint64_t StubProcess::MaybePatch(uint64_t rip, int nr, uint64_t* host_code) {
   if (!platform_->syscall_patching() || rip < kSiteSize || nr < 0) return rip;
   // Never while another thread of this process could be executing the site (the bytes
   // are not written atomically); nor rt_sigreturn, which always needs a frame.
@@ -317,6 +445,13 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr) {
     // Nor in code another process may be running (copy-on-write after fork); not
     // remembered as unpatchable: once this process has the pages alone it may patch.
     if (PagesShared(rip - kSiteSize, 13)) return rip;
+    // Nor in the host's pages of a file (MapHostFile); the sentry may make them ours.
+    auto it = maps_.upper_bound(rip - 1);
+    if (it != maps_.begin() && std::prev(it)->second.host_file &&
+        std::prev(it)->second.end >= rip) {
+      *host_code = rip;
+      return rip;
+    }
   }
   // Bytes [rip-7, rip+6): the mov form ends at rip, the cmp form starts at rip-2.
   uint8_t code[13];
@@ -439,6 +574,31 @@ absl::Status SystrapAddressSpace::MapFile(uint64_t addr, uint64_t len, uint64_t 
       SYS_mmap,
       {addr, len, static_cast<uint64_t>(prot), MAP_SHARED | MAP_FIXED,
        static_cast<uint64_t>(memory_fd_), offset});
+}
+
+absl::Status SystrapAddressSpace::MapHostFile(uint64_t addr, uint64_t len,
+                                              const std::shared_ptr<const UniqueFd>& file,
+                                              uint64_t offset, Prot prot) {
+  RETURN_IF_ERROR(CheckRange("MapHostFile", addr, len));
+  if (offset % kPageSize != 0 || (prot & PROT_WRITE) || file == nullptr || !file->valid()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "MapHostFile(offset=0x%x, prot=0x%x): needs a page-aligned offset, an open file and "
+        "no PROT_WRITE",
+        offset, prot));
+  }
+  ASSIGN_OR_RETURN(const int fd, stub_->HostFdInStub(file));
+  // Recorded first, like MapFile: patching must never treat these pages as ours, even
+  // if the mmap below fails half-way.
+  stub_->RecordHostFileMap(addr, len, prot);
+  return Run(
+      [&] {
+        return absl::StrFormat(
+            "mmap(addr=0x%x, len=0x%x, prot=0x%x, MAP_PRIVATE|MAP_FIXED, host file, offset=0x%x)",
+            addr, len, prot, offset);
+      },
+      SYS_mmap,
+      {addr, len, static_cast<uint64_t>(prot), MAP_PRIVATE | MAP_FIXED, static_cast<uint64_t>(fd),
+       offset});
 }
 
 absl::Status SystrapAddressSpace::Unmap(uint64_t addr, uint64_t len) {
@@ -678,7 +838,7 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
       result.kind = SwitchKind::kSyscall;
       g.orig_rax = static_cast<uint64_t>(static_cast<int64_t>(info.si_syscall));
       g.rax = static_cast<uint64_t>(-ENOSYS);
-      g.rip = stub_->MaybePatch(g.rip, info.si_syscall);
+      g.rip = stub_->MaybePatch(g.rip, info.si_syscall, &result.unpatchable_host_code);
       return result;
     }
     result.kind = SwitchKind::kSignal;
@@ -841,10 +1001,17 @@ absl::Status SystrapPlatform::Start() {
   }
   zygote_->ctx_fd = static_cast<uint64_t>(ctx_fd_.get());
 
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return ErrnoStatus("socketpair(AF_UNIX) for the systrap zygote");
+  }
+  zygote_sock_ = UniqueFd(sv[0]);
+  zygote_sock_stub_ = UniqueFd(sv[1]);
+
   ASSIGN_OR_RETURN(const std::vector<sock_filter> filter, BuildStubFilter(code_.code_page));
   const sock_fprog prog{.len = static_cast<unsigned short>(filter.size()),
                         .filter = const_cast<sock_filter*>(filter.data())};
-  const StubChildArgs args{.keep_fds = {memory_file_.fd, ctx_fd_.get()},
+  const StubChildArgs args{.keep_fds = {memory_file_.fd, ctx_fd_.get(), zygote_sock_stub_.get()},
                            .parent_pid = getpid(),
                            .filter = &prog,
                            .entry = code_.zygote_entry,
@@ -1030,6 +1197,30 @@ absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace()
       this, *pid, slice, ctx_map_ + static_cast<uint64_t>(slice) * kCtxRegionSize);
   // The control thread reports once it is set up.
   RETURN_IF_ERROR(stub->Wait(0, "during startup", nullptr, nullptr));
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    absl::Status st = stub->Connect(zygote_sock_.get(), zygote_sock_stub_.get());
+    if (!st.ok()) {
+      // Whatever a failed handshake left queued would reach the next stub: drop it.
+      for (;;) {
+        char byte;
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+        iovec iov{.iov_base = &byte, .iov_len = 1};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        if (recvmsg(zygote_sock_stub_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) break;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+          close(fd);
+        }
+      }
+      return st;
+    }
+  }
   return std::unique_ptr<AddressSpace>(
       new SystrapAddressSpace(std::move(stub), code_.ctx_base, memory_file_.fd));
 }

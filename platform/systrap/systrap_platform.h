@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -73,6 +74,16 @@ class StubProcess {
   // thread when there is one (it is likely still spinning, so this is a shared-memory
   // round trip), else on the control thread.
   absl::StatusOr<int64_t> ControlSyscall(int nr, std::array<uint64_t, 6> args);
+
+  // Host files for MapHostFile travel to the stub as SCM_RIGHTS on a socketpair of its
+  // own. Connect gives it that socket: sent on the platform's zygote socket, which every
+  // new stub inherits and closes here, before any app code runs in it (an app could
+  // otherwise receive what is meant for another stub). The caller serializes Connects.
+  absl::Status Connect(int zygote_sock, int zygote_sock_in_stub);
+  // The stub's descriptor for `file`, sent over first if it has none yet. The stub keeps
+  // up to kMaxHostFds of them (the oldest is closed; its mappings stay).
+  absl::StatusOr<int> HostFdInStub(const std::shared_ptr<const UniqueFd>& file);
+  static constexpr size_t kMaxHostFds = 64;
   // Starts an app thread in a free slot and waits for its first trap. Returns the slot.
   absl::StatusOr<int> StartThread();
   // Tells the app thread in `slot` to exit and frees the slot (no wait).
@@ -85,6 +96,7 @@ class StubProcess {
   // The app mappings, as MapFile/Unmap/Protect made them: for reading and patching app
   // code through the memory file.
   void RecordMap(uint64_t addr, uint64_t len, uint64_t offset, int prot);
+  void RecordHostFileMap(uint64_t addr, uint64_t len, int prot);  // no memory-file bytes
   void RecordUnmap(uint64_t addr, uint64_t len);
   void RecordProtect(uint64_t addr, uint64_t len, int prot);
   void RecordPagesShared(uint64_t addr, uint64_t len, bool shared);
@@ -93,7 +105,8 @@ class StubProcess {
   // After a trapped syscall `nr` whose instruction ended at `rip`: if the site is one
   // of the patchable forms (layout.h), rewrite it into a jump to its trampoline.
   // Returns where this call must return to (rip, or the cmp form's trampoline tail).
-  uint64_t MaybePatch(uint64_t rip, int nr);
+  // Code in a host-file mapping cannot be patched: sets *host_code to rip instead.
+  uint64_t MaybePatch(uint64_t rip, int nr, uint64_t* host_code);
   // If `rip` is where the `syscall` of a patched site used to be (a restart: rip was
   // stepped back by 2), the site's start, which does the same; else rip.
   uint64_t RestartTarget(uint64_t rip);
@@ -109,6 +122,9 @@ class StubProcess {
 
  private:
   absl::Status DiedError(const char* what);
+  int ControlSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // where ControlSyscall runs
+  // recvmsg of one SCM_RIGHTS descriptor on `sock` in the stub: its number there.
+  absl::StatusOr<int> ReceiveFd(int sock);
   // The stub is gone (exited or killed): reaps it and remembers how it died.
   bool CheckDead();
 
@@ -124,6 +140,7 @@ class StubProcess {
     uint64_t offset;
     int prot;
     bool shared_pages = false;  // AddressSpace::SetPagesShared
+    bool host_file = false;     // MapHostFile: `offset` means nothing
   };
   void EraseMappings(uint64_t lo, uint64_t hi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
   // Whether any page of [addr, addr+len) is shared with another address space.
@@ -135,6 +152,14 @@ class StubProcess {
   std::unordered_set<uint64_t> not_patchable_ ABSL_GUARDED_BY(maps_mu_);
   bool dead_ = false;
   int wait_status_ = 0;
+  UniqueFd sock_;  // the sentry's end of the stub's socketpair (Connect)
+  int sock_in_stub_ = -1;
+  std::mutex host_fds_mu_;
+  struct HostFd {
+    std::shared_ptr<const UniqueFd> file;  // held: its number cannot be reused meanwhile
+    int in_stub;
+  };
+  std::deque<HostFd> host_fds_ ABSL_GUARDED_BY(host_fds_mu_);  // oldest first
 };
 
 class SystrapAddressSpace final : public AddressSpace {
@@ -142,6 +167,8 @@ class SystrapAddressSpace final : public AddressSpace {
   SystrapAddressSpace(std::shared_ptr<StubProcess> stub, uint64_t max_user, int memory_fd)
       : stub_(std::move(stub)), max_user_(max_user), memory_fd_(memory_fd) {}
   absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, Prot prot) override;
+  absl::Status MapHostFile(uint64_t addr, uint64_t len, const std::shared_ptr<const UniqueFd>& file,
+                           uint64_t offset, Prot prot) override;
   absl::Status Unmap(uint64_t addr, uint64_t len) override;
   absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) override;
   void SetPagesShared(uint64_t addr, uint64_t len, bool shared) override {
@@ -258,6 +285,11 @@ class SystrapPlatform final : public Platform {
   ZygotePage* zygote_ = nullptr;
   pid_t zygote_pid_ = 0;
   std::mutex zygote_mu_;  // one request at a time
+  // The zygote socketpair: stubs inherit zygote_sock_stub_ (same number) and receive
+  // their own socket on it (StubProcess::Connect, one at a time: connect_mu_); the
+  // sentry sends on zygote_sock_.
+  UniqueFd zygote_sock_, zygote_sock_stub_;
+  std::mutex connect_mu_;
   std::mutex mu_;
   std::vector<int> free_slices_ ABSL_GUARDED_BY(mu_);
   int next_slice_ ABSL_GUARDED_BY(mu_) = 0;

@@ -210,6 +210,12 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   // Threads and stub processes, never new namespaces.
   RETURN_IF_ERROR(
       Add(ctx, SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneNamespaceFlags, 0)}));
+  // The systrap platform's socketpair to each stub (host files for MapHostFile travel
+  // on it as SCM_RIGHTS): connected to nothing but itself. SEQPACKET only.
+  constexpr uint64_t kTypeMask = 0xf;  // the type without SOCK_CLOEXEC, SOCK_NONBLOCK
+  RETURN_IF_ERROR(
+      Add(ctx, SCMP_SYS(socketpair),
+          {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_SEQPACKET)}));
   // clone3 passes flags in memory seccomp cannot read: refuse it so glibc uses clone.
   RETURN_IF_ERROR(Add(ctx, SCMP_SYS(clone3), {}, SCMP_ACT_ERRNO(ENOSYS)));
   // The app's membarrier across its threads (which run in stub processes) is the host's

@@ -130,6 +130,15 @@ TEST_F(SentryFilterTest, WhatTheSentryNeedsIsAllowed) {
   }
 }
 
+// systrap's per-stub socketpairs; no other kind of socket.
+TEST_F(SentryFilterTest, SocketpairOnlyUnixSeqpacket) {
+  EXPECT_EQ(Eval(__NR_socketpair, {AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0x1000}), kAllow);
+  EXPECT_EQ(Eval(__NR_socketpair, {AF_UNIX, SOCK_STREAM, 0, 0x1000}), kKill);
+  EXPECT_EQ(Eval(__NR_socketpair, {AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, 0x1000}), kKill);
+  EXPECT_EQ(Eval(__NR_socketpair, {AF_INET, SOCK_SEQPACKET, 0, 0x1000}), kKill);
+  EXPECT_EQ(Eval(__NR_socketpair, {AF_NETLINK, SOCK_SEQPACKET, 0, 0x1000}), kKill);
+}
+
 TEST_F(SentryFilterTest, NewfstatatOnlyWithEmptyPath) {
   EXPECT_EQ(Eval(__NR_newfstatat, {static_cast<uint64_t>(AT_FDCWD), 0x1000, 0x2000, 0}), kKill);
   EXPECT_EQ(

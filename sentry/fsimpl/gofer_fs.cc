@@ -361,7 +361,17 @@ SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
     }
     return done;
   };
-  return vfs::ConfigureCopyMMap(*this, opts, std::move(fill), fd_);
+  RETURN_IF_ERRNO(vfs::ConfigureCopyMMap(*this, opts, std::move(fill), fd_));
+  opts.host_file = HostFileForMapping();
+  return SysOk();
+}
+
+std::shared_ptr<const UniqueFd> GoferFileDescription::HostFileForMapping() {
+  // Never a descriptor that can write (the platform hands it to the app's stub), nor one
+  // whose host bytes may lag the sandbox's view (stores held by a shared mapping).
+  const int fl = fcntl(fd_->get(), F_GETFL);
+  if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || Mapped()) return nullptr;
+  return fd_;
 }
 
 SysStatus GoferFileDescription::ConfigureSharedMMap(mm::MMapOpts& opts) {

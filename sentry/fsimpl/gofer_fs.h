@@ -144,6 +144,7 @@ class GoferFileDescription : public vfs::FileDescription {
   SysStatus Truncate(int64_t size) override;
   SysStatus Sync() override;
   SysStatus ConfigureMMap(mm::MMapOpts& opts) override;
+  std::shared_ptr<const UniqueFd> HostFileForMapping() override;
   int host_fd() const { return fd_->get(); }
 
  private:

@@ -58,6 +58,9 @@ class OverlayFileDescription : public vfs::FileDescription {
     opts.ino = a.ino;
     return SysOk();
   }
+  std::shared_ptr<const UniqueFd> HostFileForMapping() override {
+    return inner_->HostFileForMapping();
+  }
 
  private:
   std::shared_ptr<vfs::FileDescription> inner_;

@@ -105,6 +105,11 @@ SysStatus MapElf(mm::MemoryManager& mm, const OpenedElf& elf, uint64_t bias) {
       o.ino = attr->ino;
     }
     o.file_ref = elf.file;
+    // A segment the app cannot write and that is all file bytes (no bss to zero) may be
+    // the host's own pages of the file.
+    if (!(seg.prot & PROT_WRITE) && seg.memsz == seg.filesz) {
+      o.host_file = elf.file->HostFileForMapping();
+    }
     ASSIGN_OR_RETURN_ERRNO(GuestAddr got, mm.MMap(o));
     (void)got;
   }

@@ -4,7 +4,11 @@
 // first access to a chunk — an app fault (HandleFault) or the sentry reading or writing
 // it (Access) — fills that 64 KiB chunk in place and maps it with the VMA's protection;
 // filled chunks merge back into one VMA (MergeAround). Natively most of a library's
-// pages are never touched; reading them all at mmap cost ~0.5 ms per MB here. Only where
+// pages are never touched; reading them all at mmap cost ~0.5 ms per MB here. Unfilled
+// read-only chunks of a host file the platform can map (Vma::host_file) are not even
+// PROT_NONE: the app reads the host's page cache, and a chunk is filled only when its
+// bytes must be in the memory file (the sentry reads them, mprotect makes them
+// writable, systrap patches a syscall site there: FillForPatching). Only where
 // faults are cheap (Platform::FaultsAreCheap: systrap): a ptrace fault costs more than
 // reading 64 KiB, so there MMap fills the whole mapping at once (set_demand_fill).
 //
@@ -67,6 +71,11 @@ SysStatus MemoryManager::FillAt(uint64_t addr) const {
   MapIntoAs(piece);
   MergeAround(lo);
   return SysOk();
+}
+
+void MemoryManager::FillForPatching(uint64_t addr) const {
+  const Vma* v = FindVma(addr);
+  if (v && v->lazy_fill && v->host_file) (void)FillAt(addr);
 }
 
 SysStatus MemoryManager::Fill(uint64_t start, uint64_t end) const {

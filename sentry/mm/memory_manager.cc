@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/status_macros.h"
+
 namespace usentry::sentry::mm {
 
 namespace {
@@ -49,11 +51,21 @@ bool MemoryManager::RangeFree(uint64_t start, uint64_t end) const {
   return true;
 }
 
+absl::Status MemoryManager::MapVma(platform::AddressSpace& as, const Vma& v) {
+  const uint64_t len = v.end - v.start;
+  if (v.lazy_fill && v.host_file && !(v.prot & PROT_WRITE) && (v.prot & (PROT_READ | PROT_EXEC)) &&
+      as.MapHostFile(v.start, len, v.host_file, v.file_off, v.prot).ok()) {
+    return absl::OkStatus();  // (where it cannot, PROT_NONE pages fill on demand as usual)
+  }
+  RETURN_IF_ERROR(as.MapFile(v.start, len, v.range->offset() + v.range_off, HostProt(v)));
+  if (v.cow) as.SetPagesShared(v.start, len, true);
+  return absl::OkStatus();
+}
+
 void MemoryManager::MapIntoAs(const Vma& v) const {
   if (!as_ || v.host) return;
   // A failure here means the stub is gone; the task notices at its next Switch.
-  (void)as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, HostProt(v));
-  if (v.cow) as_->SetPagesShared(v.start, v.end - v.start, true);
+  (void)MapVma(*as_, v);
 }
 
 void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep) {
@@ -189,10 +201,7 @@ absl::Status MemoryManager::Activate(std::unique_ptr<platform::AddressSpace> as)
   }
   for (const auto& [start, v] : vmas_) {
     if (v.host) continue;  // the new address space has it already
-    absl::Status s =
-        as_->MapFile(v.start, v.end - v.start, v.range->offset() + v.range_off, HostProt(v));
-    if (!s.ok()) return s;
-    if (v.cow) as_->SetPagesShared(v.start, v.end - v.start, true);
+    RETURN_IF_ERROR(MapVma(*as_, v));
   }
   return absl::OkStatus();
 }

@@ -70,6 +70,12 @@ struct Vma {
   // VMA PROT_NONE; the first access (an app fault, or the sentry reading or writing it)
   // fills the 64 KiB chunk around it with lazy_fill and maps it as the VMA says.
   FileFiller lazy_fill;
+  // The host file lazy_fill reads, opened read-only (MMapOpts::host_file). While the VMA
+  // is unfilled and not writable, the platform maps it straight from the host's page
+  // cache where it can (AddressSpace::MapHostFile) instead of PROT_NONE: reads and
+  // execution then never fault, and only what the sentry itself reads, a write after
+  // mprotect, or systrap patching a syscall site there fills a chunk.
+  std::shared_ptr<const UniqueFd> host_file;
   // Told when this VMA is made, copied (split, fork) and removed (mapping_observer.h);
   // SysV shm attachments have one, other VMAs none.
   ObservedMapping observer;
@@ -106,6 +112,10 @@ struct MMapOpts {
   std::string name;
   uint64_t dev = 0, ino = 0;
   std::shared_ptr<void> file_ref;
+  // The host file whose bytes `fill` reads, if it is one the platform may map directly
+  // (Vma::host_file): `fill` must yield exactly its bytes at file_off for the whole
+  // mapping. Used for private mappings only.
+  std::shared_ptr<const UniqueFd> host_file;
   // Files whose data already lives in the memory file (memfds): a MAP_SHARED mapping
   // maps these pages from byte file_off on (coherent with the file's read/write); they
   // must cover [file_off, file_off+len rounded to pages). Private mappings use `fill`.
@@ -196,6 +206,9 @@ class MemoryManager {
   // tell).
   enum class FaultResult { kSignal, kResolved, kStale, kNoMemory };
   FaultResult HandleFault(uint64_t addr, bool write, bool exec);
+  // The platform could not patch a syscall site at `addr` because its pages are the
+  // host's (Vma::host_file): fill the chunk there, so that the next call is patched.
+  void FillForPatching(uint64_t addr) const;
   // After a child's address space went away (wait reaped it): read-only cow VMAs that
   // no other address space maps any more stop being cow. That needs no host call (their
   // host protection does not change) and lets systrap patch syscall sites in that code
@@ -227,6 +240,9 @@ class MemoryManager {
       uint64_t start, uint64_t len, const MMapOpts& o) const;
   SysStatus InsertVma(Vma vma);  // maps into the address space too
   void MapIntoAs(const Vma& v) const;
+  // Maps `v` into `as`: from the host file where Vma::host_file allows, else from the
+  // memory file with HostProt(v).
+  static absl::Status MapVma(platform::AddressSpace& as, const Vma& v);
   bool RangeFree(uint64_t start, uint64_t end) const;
   // Calls `op` once per kFaultChunk-aligned chunk of [start, end) in the VMAs `wants`
   // selects, skipping holes and other VMAs.

@@ -423,14 +423,25 @@ namespace {
 class FakeAddressSpace : public platform::AddressSpace {
  public:
   struct Page {
-    uint64_t offset;
+    uint64_t offset;  // in the memory file, or in host_file
     int prot;
     bool shared;
+    const UniqueFd* host_file = nullptr;  // MapHostFile's
   };
   absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, platform::Prot prot) override {
     for (uint64_t p = 0; p < len; p += kPageSize) pages[addr + p] = Page{offset + p, prot, false};
     return absl::OkStatus();
   }
+  absl::Status MapHostFile(uint64_t addr, uint64_t len, const std::shared_ptr<const UniqueFd>& file,
+                           uint64_t offset, platform::Prot prot) override {
+    if (!maps_host_files) return AddressSpace::MapHostFile(addr, len, file, offset, prot);
+    EXPECT_EQ(prot & PROT_WRITE, 0);
+    for (uint64_t p = 0; p < len; p += kPageSize) {
+      pages[addr + p] = Page{offset + p, prot, false, file.get()};
+    }
+    return absl::OkStatus();
+  }
+  bool maps_host_files = true;
   absl::Status Unmap(uint64_t addr, uint64_t len) override {
     for (uint64_t p = 0; p < len; p += kPageSize) pages.erase(addr + p);
     return absl::OkStatus();
@@ -662,6 +673,108 @@ TEST_F(CowTest, ReapingTheChildLetsTheParentPatchItsCodeAgain) {
   mm_->ReclaimReadOnly();
   EXPECT_FALSE(pas->pages[code.value()].shared);
   EXPECT_FALSE(mm_->vmas().begin()->second.cow);
+}
+
+// Unfilled read-only private file mappings come from the host file itself where the
+// platform can map it (Vma::host_file), and move to memory-file pages chunk by chunk
+// exactly when the sentry needs their bytes.
+class HostFileTest : public CowTest {
+ protected:
+  MMapOpts Opts(uint64_t len, int prot, int flags = MAP_PRIVATE) {
+    MMapOpts o = FileOpts(GuestAddr(), len, prot, 2 * kPageSize, file_, kFileSize,
+                          [this](uint64_t at) { reads_.push_back(at); });
+    o.flags = flags;
+    o.host_file = host_;
+    return o;
+  }
+  GuestAddr MapFile(uint64_t len, int prot, int flags = MAP_PRIVATE) {
+    auto r = mm_->MMap(Opts(len, prot, flags));
+    EXPECT_TRUE(r.ok()) << r.error();
+    return r.ok() ? *r : GuestAddr();
+  }
+  // Whether every page of [a, a+len) is mapped from the host file at its file offset.
+  static bool FromHost(FakeAddressSpace* as, GuestAddr a, uint64_t len, uint64_t file_off) {
+    for (uint64_t p = 0; p < len; p += kPageSize) {
+      auto it = as->pages.find(a.value() + p);
+      if (it == as->pages.end() || it->second.host_file == nullptr ||
+          it->second.offset != file_off + p) {
+        return false;
+      }
+    }
+    return true;
+  }
+  static constexpr uint64_t kFileSize = 64 * kChunk;
+  std::shared_ptr<int> file_ = std::make_shared<int>(0);
+  std::shared_ptr<const UniqueFd> host_ = std::make_shared<UniqueFd>();
+  std::vector<uint64_t> reads_;
+};
+
+TEST_F(HostFileTest, UnfilledReadOnlyMappingIsTheHostsPages) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr a = MapFile(4 * kChunk, PROT_READ | PROT_EXEC);
+  EXPECT_TRUE(FromHost(as, a, 4 * kChunk, 2 * kPageSize));
+  EXPECT_EQ(as->pages[a.value()].prot, PROT_READ | PROT_EXEC);
+  EXPECT_TRUE(reads_.empty());
+}
+
+TEST_F(HostFileTest, TheSentryReadingFillsOnlyThatChunk) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr a = MapFile(4 * kChunk, PROT_READ);
+  // Byte kChunk+5 of the mapping is file offset 2 pages + kChunk + 5: its page number + 1.
+  EXPECT_EQ(Byte(*mm_, a + kChunk + 5), (2 * kPageSize + kChunk) / kPageSize + 1);
+  ASSERT_EQ(reads_.size(), 1u);
+  EXPECT_EQ(as->pages[(a + kChunk).value()].host_file, nullptr);
+  EXPECT_EQ(as->pages[(a + kChunk).value()].prot, PROT_READ);
+  EXPECT_TRUE(FromHost(as, a, kChunk, 2 * kPageSize));
+  EXPECT_TRUE(FromHost(as, a + 2 * kChunk, 2 * kChunk, 2 * kPageSize + 2 * kChunk));
+}
+
+TEST_F(HostFileTest, MakingItWritableLeavesTheHostsPagesAndBackAgain) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr a = MapFile(4 * kChunk, PROT_READ);
+  ASSERT_TRUE(mm_->MProtect(a, 4 * kChunk, PROT_READ | PROT_WRITE).ok());
+  EXPECT_EQ(as->pages[a.value()].host_file, nullptr);
+  EXPECT_EQ(as->pages[a.value()].prot, PROT_NONE);  // unfilled: filled at the first touch
+  Put(*mm_, a + 3 * kChunk, 0x5a);
+  ASSERT_TRUE(mm_->MProtect(a, 4 * kChunk, PROT_READ).ok());
+  EXPECT_TRUE(FromHost(as, a, 3 * kChunk, 2 * kPageSize));
+  EXPECT_EQ(as->pages[(a + 3 * kChunk).value()].host_file, nullptr);  // holds the write
+  EXPECT_EQ(Byte(*mm_, a + 3 * kChunk), 0x5a);
+  EXPECT_EQ(reads_.size(), 1u);
+}
+
+TEST_F(HostFileTest, PatchingFillsTheChunkOfTheSite) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr a = MapFile(4 * kChunk, PROT_READ | PROT_EXEC);
+  mm_->FillForPatching((a + 2 * kChunk + 100).value());
+  ASSERT_EQ(reads_.size(), 1u);
+  EXPECT_EQ(as->pages[(a + 2 * kChunk).value()].host_file, nullptr);
+  EXPECT_EQ(as->pages[(a + 2 * kChunk).value()].prot, PROT_READ | PROT_EXEC);
+  EXPECT_TRUE(FromHost(as, a + 3 * kChunk, kChunk, 2 * kPageSize + 3 * kChunk));
+}
+
+TEST_F(HostFileTest, WritableSharedOrUnsupportedStayInTheMemoryFile) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr w = MapFile(kChunk, PROT_READ | PROT_WRITE);
+  GuestAddr sh = MapFile(kChunk, PROT_READ, MAP_SHARED);
+  as->maps_host_files = false;
+  GuestAddr r = MapFile(kChunk, PROT_READ);
+  for (GuestAddr a : {w, sh, r}) {
+    EXPECT_EQ(as->pages[a.value()].host_file, nullptr) << std::hex << a.value();
+    EXPECT_EQ(as->pages[a.value()].prot, PROT_NONE) << std::hex << a.value();
+  }
+  EXPECT_EQ(Byte(*mm_, r + 10), 3);  // still filled on demand
+}
+
+TEST_F(HostFileTest, AForkedChildMapsTheHostFileToo) {
+  Activate(*mm_);
+  GuestAddr a = MapFile(2 * kChunk, PROT_READ);
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  FakeAddressSpace* cas = Activate(*child);
+  EXPECT_TRUE(FromHost(cas, a, 2 * kChunk, 2 * kPageSize));
+  EXPECT_EQ(Byte(*child, a + kChunk), (2 * kPageSize + kChunk) / kPageSize + 1);
+  EXPECT_EQ(reads_.size(), 1u);
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
 }
 
 }  // namespace

@@ -95,6 +95,7 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
   // library whole and then its segments over it, and most pages are never touched.
   if (o.fill && !o.shared_pages) {
     v.lazy_fill = o.fill;
+    if (type == MAP_PRIVATE) v.host_file = o.host_file;
     if (!demand_fill_) {  // whole, before the platform maps it
       if (!taken_over) RETURN_IF_ERRNO(FillPages(v, v.start, v.end));
       v.lazy_fill = nullptr;
@@ -142,7 +143,12 @@ SysStatus MemoryManager::MProtect(GuestAddr addr, uint64_t len, int prot) {
     (void)as_->Protect(start, end - start, prot);
   } else {  // copy-on-write pieces stay unwritable on the host, unfilled ones PROT_NONE
     for (auto it = vmas_.lower_bound(start); it != vmas_.end() && it->first < end; ++it) {
-      (void)as_->Protect(it->second.start, it->second.end - it->second.start, HostProt(it->second));
+      const Vma& v = it->second;
+      if (v.lazy_fill && v.host_file) {
+        MapIntoAs(v);  // host pages while not writable, memory-file pages once it is
+      } else {
+        (void)as_->Protect(v.start, v.end - v.start, HostProt(v));
+      }
     }
   }
   return SysOk();

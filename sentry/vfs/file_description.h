@@ -19,6 +19,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
+#include "base/unique_fd.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/kernel/wait_queue.h"
 #include "sentry/mm/memory_manager.h"
@@ -108,6 +109,9 @@ class FileDescription : public std::enable_shared_from_this<FileDescription> {
   // Fills opts.fill/name/dev/ino/file_ref/max_prot for a mapping of this file.
   // Default ENODEV (file cannot be mapped).
   virtual SysStatus ConfigureMMap(mm::MMapOpts& opts);
+  // The host file holding exactly this file's bytes, opened read-only, for the platform
+  // to map directly (mm::MMapOpts::host_file); null when there is none.
+  virtual std::shared_ptr<const UniqueFd> HostFileForMapping() { return nullptr; }
 
   // Opening /proc/PID/fd/N of an anonymous file (no path) reopens the same object with
   // new flags, as Linux does: a new end of the same pipe, a new description of the same
