@@ -21,10 +21,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/unique_fd.h"
 #include "platform/host_vdso.h"
 
@@ -95,6 +97,10 @@ class AddressSpace {
   // not write such pages itself: systrap's syscall patching rewrites app code in place,
   // and another process could be running those very bytes.
   virtual void SetPagesShared(uint64_t addr, uint64_t len, bool shared) = 0;
+  // CPU time the host has charged so far to the stub process behind this address space:
+  // the app's code, and the stub's own brief waiting for the sentry (which stands where
+  // Linux would count system time). nullopt where the platform cannot tell.
+  virtual std::optional<absl::Duration> CpuTime() const { return std::nullopt; }
   // Highest address (exclusive) the app may use; the platform's own stub code lives
   // above it and the sentry must refuse mappings that overlap it.
   virtual uint64_t MaxUserAddress() const = 0;

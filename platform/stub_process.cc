@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -52,6 +53,15 @@ void KillAndReap(pid_t pid) {
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) break;
   }
+}
+
+std::optional<absl::Duration> ProcessCpuTime(pid_t pid) {
+  // MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), as glibc's clock_getcpuclockid builds it.
+  constexpr clockid_t kSched = 2;
+  const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(pid) << 3) | kSched);
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return std::nullopt;
+  return absl::DurationFromTimespec(ts);
 }
 
 }  // namespace usentry::platform

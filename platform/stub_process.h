@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace usentry::platform {
 
@@ -25,6 +27,10 @@ absl::StatusOr<uint64_t> MapCodeAtFirstFree(
 
 // SIGKILLs `pid` (our child) and waits until it is reaped.
 void KillAndReap(pid_t pid);
+
+// The host's CPU-time figure for process `pid` (all its threads), or nullopt once it is
+// gone. Linux lets any process read another's process CPU clock.
+std::optional<absl::Duration> ProcessCpuTime(pid_t pid);
 
 }  // namespace usentry::platform
 

@@ -58,6 +58,7 @@
 #include "absl/base/thread_annotations.h"
 #include "platform/platform.h"
 #include "platform/ptrace/subprocess.h"
+#include "platform/stub_process.h"
 
 namespace usentry::platform::ptrace {
 
@@ -86,6 +87,7 @@ class PtraceAddressSpace final : public AddressSpace {
   absl::Status Protect(uint64_t addr, uint64_t len, Prot prot) override;
   // ptrace never writes app memory itself.
   void SetPagesShared(uint64_t, uint64_t, bool) override {}
+  std::optional<absl::Duration> CpuTime() const override { return ProcessCpuTime(sp_->pid()); }
   uint64_t MaxUserAddress() const override { return sp_->stub().addr; }
 
   // The stub's host pid (for tests and diagnostics).

@@ -46,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "base/unique_fd.h"
 #include "platform/platform.h"
+#include "platform/stub_process.h"
 #include "platform/systrap/layout.h"
 #include "platform/systrap/stub_code_unsafe.h"
 
@@ -174,6 +175,7 @@ class SystrapAddressSpace final : public AddressSpace {
   void SetPagesShared(uint64_t addr, uint64_t len, bool shared) override {
     stub_->RecordPagesShared(addr, len, shared);
   }
+  std::optional<absl::Duration> CpuTime() const override { return ProcessCpuTime(stub_->pid()); }
   uint64_t MaxUserAddress() const override { return max_user_; }
 
   const std::shared_ptr<StubProcess>& stub() const { return stub_; }

@@ -117,7 +117,8 @@ SysResult<std::string> StatText(Kernel& k, int32_t tgid, int32_t tid) {
   s.ppid = t.tg->ppid();
   s.pgrp = t.tg->pgid;
   s.session = t.tg->sid;
-  s.utime = t.tg->utime_us / 10000;
+  s.utime =
+      absl::ToInt64Milliseconds(tid != 0 && t.task ? t.task->CpuTime() : t.tg->CpuTime()) / 10;
   s.stime = t.tg->stime_us / 10000;
   s.cutime = t.tg->child_utime_us / 10000;
   s.cstime = t.tg->child_stime_us / 10000;

@@ -50,4 +50,8 @@ void Task::Interrupt() {
   if (in_app.load() && ctx) ctx->Interrupt();
 }
 
+absl::Duration Task::CpuTime() const {
+  return tg_->had_threads ? app_time + cpu_offset : tg_->CpuTime();
+}
+
 }  // namespace usentry::sentry

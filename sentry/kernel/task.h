@@ -101,6 +101,13 @@ class Task {
   // While in_app: when the current stretch of app code began (app CPU accounting,
   // sentry/kernel/limits.h). Written under Kernel::mu.
   absl::Time app_since = absl::InfinitePast();
+  // Wall time this thread spent running app code, and what its CPU clock read beyond
+  // that when its process got a second thread (CpuTime stays monotonic).
+  absl::Duration app_time, cpu_offset;
+  // This thread's CPU time: its process's (ThreadGroup::CpuTime) if it never had another
+  // thread; else the host cannot tell them apart (their stub threads are in another
+  // process), so app_time.
+  absl::Duration CpuTime() const;
 
  private:
   Kernel* kernel_;

@@ -105,6 +105,10 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   std::shared_ptr<ThreadGroup> real_parent;
   if (thread) {
     tg = parent.thread_group_ptr();
+    if (!tg->had_threads) {  // the caller's clock goes on from its process's
+      parent.cpu_offset = tg->CpuTime() - parent.app_time;
+      tg->had_threads = true;
+    }
   } else {
     tg = std::make_shared<ThreadGroup>(tid);
     tg->parent = (a.flags & CLONE_PARENT) ? ptg.parent : ptg.weak_from_this();
@@ -123,6 +127,7 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
   }
 
   auto* child = new Task(&k, tg, tid);
+  if (!share_mm) tg->cpu_mm = child_mm;  // a fork's own address space
   child->set_mm(std::move(child_mm));
   child->set_fds((a.flags & CLONE_FILES) ? parent.fds_ptr() : parent.fds().Fork());
   child->set_fs((a.flags & CLONE_FS) ? parent.fs_ptr() : parent.fs().Fork());
@@ -208,7 +213,9 @@ SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> ar
   // address space goes (ptrace: a traced thread of a killed stub must be reaped by its
   // own tracer before the stub can be); the run loop makes a fresh context.
   if (was_shared) t.ctx.reset();
+  tg.AccountCpu();  // the old image's
   t.set_mm(std::move(img.mm));
+  tg.cpu_mm = t.mm_ptr();
   t.fds().CloseOnExec();
   // Caught signals revert to the default; ignored ones stay ignored (execve(2)).
   auto handlers = std::make_shared<SignalHandlers>(*tg.handlers);

@@ -131,7 +131,7 @@ void ReleaseRobustFutexes(Task& t) {
 
 void ReapChild(Kernel& k, ThreadGroup& parent, ThreadGroup& child) {
   child.reaped = true;
-  parent.child_utime_us += child.utime_us + child.child_utime_us;
+  parent.child_utime_us += absl::ToInt64Microseconds(child.CpuTime()) + child.child_utime_us;
   parent.child_stime_us += child.stime_us + child.child_stime_us;
   auto& c = parent.children;
   c.erase(std::remove_if(c.begin(), c.end(),
@@ -170,6 +170,8 @@ void TaskExited(Task& t) {
       }
     }
   }
+  // The group's CPU time, read while its stub process is still there.
+  if (tg->tasks.size() == 1) tg->AccountCpu();
   // The address space (a stub process under ptrace) must die on this thread.
   t.ctx.reset();
   t.set_mm(nullptr);

@@ -206,7 +206,8 @@ void RunTask(Task* t) {
     absl::Duration ran = absl::Now() - t->app_since;
     t->app_since = absl::InfinitePast();
     k.limits().AddAppTime(ran);
-    t->thread_group().utime_us += absl::ToInt64Microseconds(ran);
+    t->thread_group().app_wall_us += absl::ToInt64Microseconds(ran);
+    t->app_time += ran;
     if (!sw.ok()) {
       fprintf(stderr, "usentry: task %d: %s\n", t->tid(), sw.status().ToString().c_str());
       ExitGroup(t->thread_group(), SIGKILL);

@@ -11,12 +11,16 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "sentry/kernel/wait_queue.h"
 #include "sentry/signal/signal.h"
 
 namespace usentry::sentry {
 
 class Task;
+namespace mm {
+class MemoryManager;
+}
 struct ProcessTimers;
 
 class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
@@ -88,8 +92,22 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
       return s;
     }
   } sched;
-  // CPU accounting of exited threads and reaped children, in microseconds.
-  int64_t utime_us = 0, stime_us = 0, child_utime_us = 0, child_stime_us = 0;
+  // App CPU time: the host's figure for the stub process of each address space this
+  // group made (by exec or fork; a vfork child's time before its exec counts in its
+  // parent's), the live one read when asked (cpu_mm) and the earlier ones summed in
+  // cpu_done. Where the platform cannot tell (cpu_known false), the wall time its threads
+  // spent running app code instead (app_wall_us).
+  absl::Duration CpuTime() const;
+  // Adds the live address space's figure to cpu_done and forgets it: before exec
+  // replaces it, and when the group's last thread exits.
+  void AccountCpu();
+  std::weak_ptr<mm::MemoryManager> cpu_mm;
+  absl::Duration cpu_done;
+  bool cpu_known = false;
+  bool had_threads = false;  // ever more than one: its CpuTime is not one thread's
+  int64_t app_wall_us = 0;
+  // Reaped children's CPU time, in microseconds (system time is not measured: 0).
+  int64_t stime_us = 0, child_utime_us = 0, child_stime_us = 0;
 
  private:
   int32_t pid_;

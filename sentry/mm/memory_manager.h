@@ -220,6 +220,8 @@ class MemoryManager {
   // Binds a fresh platform address space and maps every VMA into it.
   absl::Status Activate(std::unique_ptr<platform::AddressSpace> as);
   platform::AddressSpace* address_space() const { return as_.get(); }
+  // The platform's CPU-time figure for this address space (AddressSpace::CpuTime).
+  std::optional<absl::Duration> AppCpuTime() const { return as_ ? as_->CpuTime() : std::nullopt; }
 
   const std::map<uint64_t, Vma>& vmas() const { return vmas_; }  // keyed by start
   uint64_t brk() const { return brk_; }

@@ -163,9 +163,12 @@ SyscallResult SysGetrusage(Task& t, const SyscallArgs& a) {
   int64_t ut, st;
   switch (who) {
     case RUSAGE_SELF:
-    case RUSAGE_THREAD:
-      ut = tg.utime_us;
+      ut = absl::ToInt64Microseconds(tg.CpuTime());
       st = tg.stime_us;
+      break;
+    case RUSAGE_THREAD:
+      ut = absl::ToInt64Microseconds(t.CpuTime());
+      st = 0;
       break;
     case RUSAGE_CHILDREN:
       ut = tg.child_utime_us;

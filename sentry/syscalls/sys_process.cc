@@ -158,8 +158,9 @@ SyscallResult SysWait4(Task& t, const SyscallArgs& a) {
   if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj<int32_t>(a.ptr(1), status));
   if (!a.ptr(3).IsNull()) {
     struct rusage ru {};
-    ru.ru_utime.tv_sec = z->utime_us / 1000000;
-    ru.ru_utime.tv_usec = z->utime_us % 1000000;
+    const int64_t ut = absl::ToInt64Microseconds(z->CpuTime());
+    ru.ru_utime.tv_sec = ut / 1000000;
+    ru.ru_utime.tv_usec = ut % 1000000;
     ru.ru_stime.tv_sec = z->stime_us / 1000000;
     ru.ru_stime.tv_usec = z->stime_us % 1000000;
     RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(3), ru));

@@ -16,8 +16,9 @@ namespace {
 
 constexpr int kClockTicks = 100;
 
-// Host clock for an app clock id. CPU-time clocks are approximated by the process's
-// lifetime until per-stub CPU accounting lands (documented in the table).
+// Host clock for an app clock id. A CPU-time clock has no host clock of the app's
+// (clock_nanosleep on one waits on the sentry thread's; clock_gettime reads the app's
+// CPU time instead: ResolveClock).
 SysResult<clockid_t> HostClock(int clock) {
   switch (clock) {
     case CLOCK_REALTIME:
@@ -39,24 +40,37 @@ SysResult<clockid_t> HostClock(int clock) {
   }
 }
 
-// A clock id of clock_gettime/getres: the fixed ones, or a dynamic CPU clock
-// (clock_getcpuclockid, pthread_getcpuclockid): (~pid << 3) | type, bit 2 for one
-// thread. Its pid (0: the caller) must exist, a thread's in the caller's thread group,
-// as Linux checks; it is answered like CLOCK_*_CPUTIME_ID.
-SysResult<clockid_t> AppClock(Task& t, int clock) {
-  if (clock >= 0) return HostClock(clock);
+// What a clock id of clock_gettime/getres names: a host clock (the wall clocks), or the
+// app CPU time of a thread or a process. CPU clocks are CLOCK_{PROCESS,THREAD}_CPUTIME_ID
+// or dynamic ones (clock_getcpuclockid, pthread_getcpuclockid): (~pid << 3) | type, bit
+// 2 for one thread. Their pid (0: the caller) must exist, a thread's in the caller's
+// thread group, as Linux checks.
+struct AppClock {
+  clockid_t host = -1;
+  const Task* thread = nullptr;
+  const ThreadGroup* process = nullptr;
+};
+
+SysResult<AppClock> ResolveClock(Task& t, int clock) {
+  if (clock == CLOCK_PROCESS_CPUTIME_ID) return AppClock{.process = &t.thread_group()};
+  if (clock == CLOCK_THREAD_CPUTIME_ID) return AppClock{.thread = &t};
+  if (clock >= 0) {
+    ASSIGN_OR_RETURN_ERRNO(clockid_t host, HostClock(clock));
+    return AppClock{.host = host};
+  }
   constexpr int kPerThread = 4, kTypeMask = 3, kTypeMax = 2;  // PROF, VIRT, SCHED
   if ((clock & kTypeMask) > kTypeMax) return Errno{EINVAL};
   const int32_t id = ~(clock >> 3);
-  if (id != 0) {
-    if (clock & kPerThread) {
-      Task* target = t.kernel().FindTask(id);
-      if (!target || &target->thread_group() != &t.thread_group()) return Errno{EINVAL};
-    } else if (!t.kernel().FindThreadGroup(id)) {
-      return Errno{EINVAL};
-    }
+  if (clock & kPerThread) {
+    if (id == 0) return AppClock{.thread = &t};
+    Task* target = t.kernel().FindTask(id);
+    if (!target || &target->thread_group() != &t.thread_group()) return Errno{EINVAL};
+    return AppClock{.thread = target};
   }
-  return CLOCK_THREAD_CPUTIME_ID;
+  if (id == 0) return AppClock{.process = &t.thread_group()};
+  std::shared_ptr<ThreadGroup> tg = t.kernel().FindThreadGroup(id);
+  if (!tg) return Errno{EINVAL};
+  return AppClock{.process = tg.get()};  // kept alive by the kernel while t.kernel().mu is held
 }
 
 // Sleeps until `deadline`; on a signal writes the remaining time to `rem` (if given).
@@ -84,17 +98,23 @@ SyscallResult SleepUntil(Task& t, absl::Time deadline, mm::GuestAddr rem) {
 SyscallResult SysRestartSyscall(Task&, const SyscallArgs&) { return Errno{EINTR}; }
 
 SyscallResult SysClockGettime(Task& t, const SyscallArgs& a) {
-  ASSIGN_OR_RETURN_ERRNO(clockid_t host, AppClock(t, a.i32(0)));
+  ASSIGN_OR_RETURN_ERRNO(AppClock c, ResolveClock(t, a.i32(0)));
   timespec ts{};
-  if (clock_gettime(host, &ts) != 0) return Errno{EINVAL};
+  if (c.thread) {
+    ts = absl::ToTimespec(c.thread->CpuTime());
+  } else if (c.process) {
+    ts = absl::ToTimespec(c.process->CpuTime());
+  } else if (clock_gettime(c.host, &ts) != 0) {
+    return Errno{EINVAL};
+  }
   RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ts));
   return 0;
 }
 
 SyscallResult SysClockGetres(Task& t, const SyscallArgs& a) {
-  ASSIGN_OR_RETURN_ERRNO(clockid_t host, AppClock(t, a.i32(0)));
+  ASSIGN_OR_RETURN_ERRNO(AppClock c, ResolveClock(t, a.i32(0)));
   timespec ts{};
-  clock_getres(host, &ts);
+  clock_getres(c.host >= 0 ? c.host : CLOCK_THREAD_CPUTIME_ID, &ts);  // CPU clocks: 1 ns
   if (!a.ptr(1).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ts));
   return 0;
 }
@@ -165,7 +185,7 @@ SyscallResult SysTimes(Task& t, const SyscallArgs& a) {
   auto ticks = [](int64_t us) { return static_cast<clock_t>(us * kClockTicks / 1000000); };
   if (!a.ptr(0).IsNull()) {
     struct tms b {};
-    b.tms_utime = ticks(tg.utime_us);
+    b.tms_utime = ticks(absl::ToInt64Microseconds(tg.CpuTime()));
     b.tms_stime = ticks(tg.stime_us);
     b.tms_cutime = ticks(tg.child_utime_us);
     b.tms_cstime = ticks(tg.child_stime_us);

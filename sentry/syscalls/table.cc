@@ -210,12 +210,13 @@ constexpr SyscallInfo kTable[] = {
     {96, "gettimeofday", SysGettimeofday, Support::kFull, "", "pp"},
     {97, "getrlimit", SysGetrlimit, Support::kFull, "", "dp"},
     {98, "getrusage", SysGetrusage, Support::kPartial,
-     "ru_utime: time app code ran, as the sentry measures it; ru_stime, memory and I/O fields "
-     "zero",
+     "ru_utime: the host's CPU time of the app's stub process (system time included, see "
+     "clock_gettime); ru_stime, memory and I/O fields zero",
      "dp"},
     {99, "sysinfo", SysSysinfo, Support::kPartial,
      "memory figures are the sandbox defaults, not the host", "p"},
-    {100, "times", SysTimes, Support::kPartial, "CPU times not accounted yet", "p"},
+    {100, "times", SysTimes, Support::kPartial, "tms_utime as getrusage's ru_utime; tms_stime zero",
+     "p"},
     {101, "ptrace", SysBlocked, Support::kError,
      "EPERM: no tracing inside the sandbox (blocked, audited)", ""},
     {102, "getuid", SysGetuid, Support::kFull, "", ""},
@@ -384,7 +385,9 @@ constexpr SyscallInfo kTable[] = {
      "EPERM for CLOCK_REALTIME after argument checks, EINVAL for other clocks: the sandbox never "
      "sets host clocks",
      "dp"},
-    {228, "clock_gettime", SysClockGettime, Support::kPartial, "CPU-time clocks are approximate",
+    {228, "clock_gettime", SysClockGettime, Support::kPartial,
+     "CPU-time clocks: the host's CPU time of the app's stub process (system time included); "
+     "a thread's own only in a process that never had another thread, else its time in app code",
      "dp"},
     {229, "clock_getres", SysClockGetres, Support::kFull, "", "dp"},
     {230, "clock_nanosleep", SysClockNanosleep, Support::kFull, "", "ddpp"},

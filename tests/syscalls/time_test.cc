@@ -3,15 +3,19 @@
 // root, so only calls Linux rejects before its permission check are made.
 #include <pthread.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "tests/syscalls/syscall_util.h"
 
@@ -86,6 +90,83 @@ TEST(ClockGettime, DynamicCpuClocks) {
   const clockid_t missing = static_cast<clockid_t>(~static_cast<clockid_t>(4000000) << 3);
   EXPECT_ERRNO(clock_gettime(missing, &ts), EINVAL);
   EXPECT_ERRNO(clock_gettime(self | 3, &ts), EINVAL);
+}
+
+// CPU time is what the program's code burned: a busy loop advances the process clock
+// (and getrusage, times, a waiting parent's figures); a sleeping thread's own clock
+// hardly moves while another thread burns.
+int64_t ClockNs(clockid_t c) {
+  timespec ts{};
+  clock_gettime(c, &ts);
+  return Ns(ts);
+}
+
+// Spins until the process CPU clock advanced `ms`; false if that took over 10 s of wall
+// time (the clock does not count the loop). The loop makes no syscall for 50 ms at a
+// time (the monotonic clock is the vDSO's), as computing code does not.
+bool BurnCpu(int ms) {
+  const int64_t cpu0 = ClockNs(CLOCK_PROCESS_CPUTIME_ID), wall0 = ClockNs(CLOCK_MONOTONIC);
+  volatile uint64_t x = 0;
+  while (ClockNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0 < ms * 1000000ll) {
+    const int64_t until = ClockNs(CLOCK_MONOTONIC) + 50000000;
+    while (ClockNs(CLOCK_MONOTONIC) < until) {
+      for (int i = 0; i < 10000; ++i) x = x + i;
+    }
+    if (ClockNs(CLOCK_MONOTONIC) - wall0 > 10000000000ll) return false;
+  }
+  return true;
+}
+
+int64_t Us(const timeval& tv) { return tv.tv_sec * 1000000ll + tv.tv_usec; }
+
+TEST(CpuTime, BusyLoopAdvancesTheProcessClockGetrusageAndTimes) {
+  const int64_t wall0 = ClockNs(CLOCK_MONOTONIC);
+  const int64_t cpu0 = ClockNs(CLOCK_PROCESS_CPUTIME_ID);
+  ASSERT_TRUE(BurnCpu(150)) << "the process CPU clock did not count a busy loop";
+  const int64_t cpu = ClockNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  EXPECT_LE(cpu, ClockNs(CLOCK_MONOTONIC) - wall0 + 10000000);  // not more than it ran
+  rusage ru{};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &ru), 0);
+  EXPECT_GE(Us(ru.ru_utime) + Us(ru.ru_stime), 140000);
+  tms t{};
+  times(&t);
+  EXPECT_GE(t.tms_utime + t.tms_stime, 14);  // 100 Hz ticks
+}
+
+TEST(CpuTime, AChildsCpuTimeReachesItsParentAtWait) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(BurnCpu(150) ? 0 : 1);
+  int status = 0;
+  rusage ru{};
+  ASSERT_EQ(wait4(pid, &status, 0, &ru), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_GE(Us(ru.ru_utime) + Us(ru.ru_stime), 140000);
+  rusage children{};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &children), 0);
+  EXPECT_GE(Us(children.ru_utime) + Us(children.ru_stime), 140000);
+}
+
+TEST(CpuTime, ASleepingThreadsClockStaysSmallWhileAnotherBurns) {
+  const int64_t mine0 = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  const int64_t cpu0 = ClockNs(CLOCK_PROCESS_CPUTIME_ID);
+  clockid_t burner_clock;
+  std::atomic<bool> done{false}, read{false};
+  bool burned = false;
+  std::thread burner([&] {
+    burned = BurnCpu(200);
+    done = true;
+    while (!read) usleep(1000);  // a thread's clock is gone with it
+  });
+  ASSERT_EQ(pthread_getcpuclockid(burner.native_handle(), &burner_clock), 0);
+  while (!done) usleep(20000);
+  const int64_t burner_ns = ClockNs(burner_clock);
+  read = true;
+  burner.join();
+  ASSERT_TRUE(burned);
+  EXPECT_GE(ClockNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0, 190000000);
+  EXPECT_LT(ClockNs(CLOCK_THREAD_CPUTIME_ID) - mine0, 100000000);
+  EXPECT_GE(burner_ns, 150000000);
 }
 
 TEST(ClockGettime, MonotonicNeverGoesBack) {
