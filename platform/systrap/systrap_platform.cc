@@ -977,8 +977,12 @@ absl::Status SystrapPlatform::Start() {
   if (ftruncate(ctx_fd_.get(), static_cast<off_t>(kCtxFileSize)) != 0) {
     return ErrnoStatus("ftruncate(systrap context memfd)");
   }
-  void* map = mmap(nullptr, kCtxFileSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-                   ctx_fd_.get(), 0);
+  // Low in the address space (a hint), as the sentry's memory file: left to the kernel,
+  // these 16 GiB land right under the mmap base, and without ASLR that is where the stub
+  // code page and the zygote page below it must go.
+  constexpr uintptr_t kPlacementHint = 0x180000000000;
+  void* map = mmap(reinterpret_cast<void*>(kPlacementHint), kCtxFileSize, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_NORESERVE, ctx_fd_.get(), 0);
   if (map == MAP_FAILED) return ErrnoStatus("mmap(systrap context memfd)");
   ctx_map_ = static_cast<uint8_t*>(map);
   // Table entry 0: where every trampoline jumps.

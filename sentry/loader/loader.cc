@@ -228,10 +228,12 @@ SysResult<LoadedImage> Load(Task& task, const std::string& path, std::vector<std
   mm->SetBrkBase(GuestAddr(bias + main.info.load_end));
   mm->executable_path = main.path;
   // The host vDSO, where the platform keeps it in every address space (before the
-  // interpreter takes a gap, so that it avoids the block), clear of the stack.
+  // interpreter takes a gap, so that it avoids the block), clear of the stack: below it,
+  // or above the app's range (ASLR puts the host's there in ~1 run of 16; the platform
+  // keeps it below its own pages either way).
   uint64_t vdso_ehdr = 0;
   if (const platform::HostVdso* v = task.kernel().platform().Vdso();
-      v && v->end <= kMaxUserAddress - kStackSize) {
+      v && (v->end <= kMaxUserAddress - kStackSize || v->start >= kMaxUserAddress)) {
     std::vector<mm::MemoryManager::HostMapping> parts;
     for (const auto& p : v->parts) parts.push_back({p.start, p.end, p.prot, p.name});
     if (mm->AddHostMappings(parts).ok()) vdso_ehdr = v->ehdr;

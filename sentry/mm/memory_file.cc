@@ -25,9 +25,14 @@ absl::StatusOr<std::unique_ptr<MemoryFile>> MemoryFile::Create(uint64_t capacity
   if (ftruncate(fd.get(), static_cast<off_t>(capacity)) != 0) {
     return ErrnoStatus(absl::StrCat("ftruncate(memfd, ", capacity, ")"));
   }
-  // NORESERVE: the file is sparse; pages exist only once the app touches them.
-  void* base =
-      mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd.get(), 0);
+  // NORESERVE: the file is sparse; pages exist only once the app touches them. Low in the
+  // address space (a hint; the kernel goes elsewhere if it is taken): left to the
+  // kernel, this TiB lands right under the mmap base, and without ASLR (setarch -R, gdb,
+  // randomize_va_space=0) that covers the high addresses the platforms' stub code and
+  // the systrap zygote page must have.
+  constexpr uintptr_t kPlacementHint = 0x100000000000;
+  void* base = mmap(reinterpret_cast<void*>(kPlacementHint), capacity, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_NORESERVE, fd.get(), 0);
   if (base == MAP_FAILED) return ErrnoStatus(absl::StrCat("mmap(memfd, ", capacity, ")"));
   return std::unique_ptr<MemoryFile>(
       new MemoryFile(std::move(fd), static_cast<uint8_t*>(base), capacity));

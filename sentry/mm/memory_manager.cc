@@ -139,8 +139,8 @@ SysStatus MemoryManager::ForEachChunk(uint64_t start, uint64_t end, bool (*wants
 
 SysStatus MemoryManager::AddHostMappings(const std::vector<HostMapping>& parts) {
   for (const HostMapping& p : parts) {
-    if (p.start < kMinAddr || p.end > max_user_ || p.start >= p.end || !RangeFree(p.start, p.end))
-      return Errno{ENOMEM};
+    // Above max_user() is allowed: the app never maps there, so nothing can collide.
+    if (p.start < kMinAddr || p.start >= p.end || !RangeFree(p.start, p.end)) return Errno{ENOMEM};
   }
   for (const HostMapping& p : parts) {
     Vma v;

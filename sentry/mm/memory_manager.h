@@ -154,7 +154,8 @@ class MemoryManager {
   void set_demand_fill(bool on) { demand_fill_ = on; }
   void set_stack_range(GuestAddr lo, GuestAddr hi) { stack_lo_ = lo, stack_hi_ = hi; }
   // Records host-mapped ranges (Vma::host) that every address space already has: all
-  // of them, or (ENOMEM: one is not free, or beyond max_user()) none.
+  // of them, or (ENOMEM: one is not free) none. They may lie above max_user(), where the
+  // app's own mappings never go.
   struct HostMapping {
     uint64_t start, end;
     int prot;

@@ -675,6 +675,30 @@ TEST_F(CowTest, ReapingTheChildLetsTheParentPatchItsCodeAgain) {
   EXPECT_FALSE(mm_->vmas().begin()->second.cow);
 }
 
+// The host vDSO block may lie above the app's range (ASLR puts the host's there about
+// one run in 16): it is recorded and the sentry reads it at its own identical address.
+TEST_F(MemoryManagerTest, HostMappingAboveTheAppsRangeIsReadable) {
+  const uint64_t at = kTop + 0x10000000;
+  void* p = mmap(reinterpret_cast<void*>(at), kPageSize, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p != reinterpret_cast<void*>(at)) GTEST_SKIP() << "0x" << std::hex << at << " is taken";
+  std::memcpy(p,
+              "\x7f"
+              "ELF",
+              4);
+  ASSERT_TRUE(mm_->AddHostMappings({{at, at + kPageSize, PROT_READ, "[vdso]"}}).ok());
+  char got[4] = {};
+  EXPECT_TRUE(mm_->CopyIn(GuestAddr(at), got, 4).ok());
+  EXPECT_EQ(std::memcmp(got,
+                        "\x7f"
+                        "ELF",
+                        4),
+            0);
+  EXPECT_FALSE(mm_->CopyOut(GuestAddr(at), got, 4).ok());  // never written through us
+  EXPECT_FALSE(mm_->AddHostMappings({{at, at + kPageSize, PROT_READ, "[vdso]"}}).ok());
+  munmap(p, kPageSize);
+}
+
 // Unfilled read-only private file mappings come from the host file itself where the
 // platform can map it (Vma::host_file), and move to memory-file pages chunk by chunk
 // exactly when the sentry needs their bytes.

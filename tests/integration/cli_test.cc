@@ -30,6 +30,19 @@ TEST_P(CliTest, ExitStatusOfTheAppIsUsentrysExitStatus) {
   EXPECT_EQ(Sandboxed({kBusybox, "sh", "-c", "kill -9 $$"}).exit_code, 137);
 }
 
+// Without address-space randomization (setarch -R, gdb's default, randomize_va_space=0)
+// the sentry's large mappings used to land on the addresses the stub code needs.
+TEST_P(CliTest, RunsWithAddressSpaceRandomizationOff) {
+  if (access("/usr/bin/setarch", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setarch";
+  RunRequest req;
+  req.argv = {"/usr/bin/setarch", "x86_64", "-R",     USENTRY_BIN, "run", "--platform",
+              GetParam(),         "--",     kBusybox, "echo",      "hi"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  RunResult r = RunProcess(req);
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "hi\n") << r.Describe();
+}
+
 TEST_P(CliTest, NotFoundIs127AndNotExecutableIs126) {
   RunResult missing = Sandboxed({"/nonexistent/program"});
   EXPECT_EQ(missing.exit_code, 127) << missing.Describe();
