@@ -7,6 +7,7 @@ Network resources are never enabled (use_resources = []), so natively no test re
 the internet; inside the sandbox there is no network anyway.
 """
 import os
+import socket
 import sys
 import unittest
 
@@ -68,6 +69,12 @@ def main():
     name = sys.argv[1]
     support.use_resources = []
     support.verbose = False
+    # AF_VSOCK reaches the hypervisor, not another process of this machine: the sandbox
+    # has none, and natively on a VM with /dev/vsock test_socket's VSOCK cases hang in
+    # accept(). Without the ioctl's name test_socket finds no CID and skips them, on
+    # both sides alike.
+    if hasattr(socket, "IOCTL_VM_SOCKETS_GET_LOCAL_CID"):
+        del socket.IOCTL_VM_SOCKETS_GET_LOCAL_CID
     # Keep our own copy of stdout: some tests replace or close sys.stdout.
     Recording.out = os.fdopen(os.dup(1), "w")
     suite = unittest.defaultTestLoader.loadTestsFromName("test." + name)
