@@ -15,6 +15,9 @@
 #ifndef USENTRY_PLATFORM_SYSTRAP_LAYOUT_H_
 #define USENTRY_PLATFORM_SYSTRAP_LAYOUT_H_
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -143,8 +146,26 @@ struct ZygotePage {
   int64_t result;         // the new stub's pid, or -errno
   uint64_t ctx_fd;        // the context memfd (the new stub maps its slice, then closes it)
   uint32_t ready;         // set to 1 by the zygote once it is filtered and unmapped
+  // The zygote socket. Before each request the sentry queues the new stub's own socket
+  // on it (SCM_RIGHTS) and builds a StubFdMessage in the new slice's slot 0; the new
+  // stub receives it there and closes the zygote socket before its control thread first
+  // reports, so no stub running app code holds it.
+  uint64_t sock_fd;
 };
 static_assert(sizeof(ZygotePage) <= kPageSize);
+
+// A recvmsg of one SCM_RIGHTS descriptor, built by the sentry at kFdMessageOffset in a
+// slot's header page with stub addresses (host files for MapHostFile, and a new stub's
+// own socket). The received number is in `control` after a cmsghdr.
+struct StubFdMessage {
+  msghdr msg;
+  iovec iov;
+  char byte;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+};
+inline constexpr uint64_t kFdMessageOffset = 2048;
+static_assert(sizeof(SlotHeader) <= kFdMessageOffset &&
+              kFdMessageOffset + sizeof(StubFdMessage) <= kPageSize);
 
 }  // namespace usentry::platform::systrap
 

@@ -127,6 +127,7 @@ class Generator : public Xbyak::CodeGenerator {
     mov(r13d, eax);
     mov(r12, qword[r15 + ZOFF(slice_offset)]);  // the child reads it from r12, not memory
     mov(r14, qword[r15 + ZOFF(ctx_fd)]);
+    mov(rbx, qword[r15 + ZOFF(sock_fd)]);
     mov(edi, CLONE_PARENT);
     xor_(esi, esi);
     xor_(edx, edx);
@@ -170,6 +171,16 @@ class Generator : public Xbyak::CodeGenerator {
     Syscall(SYS_mmap);
     cmp(rax, static_cast<uint32_t>(kPatchBase));
     jne(die, T_NEAR);
+    // This stub's own socket, queued on the zygote socket, then the zygote socket goes.
+    mov(rdi, rbx);
+    mov(rsi, ctx_base_ + kFdMessageOffset + offsetof(StubFdMessage, msg));
+    xor_(edx, edx);
+    Syscall(SYS_recvmsg);
+    cmp(rax, 1);
+    jne(die, T_NEAR);
+    mov(rdi, rbx);
+    Syscall(SYS_close);
+    CheckZero(die);
     mov(rdi, r14);
     Syscall(SYS_close);
     mov(rdi, r15);

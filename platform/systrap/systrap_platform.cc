@@ -171,16 +171,36 @@ absl::StatusOr<int64_t> StubProcess::ControlSyscall(int nr, std::array<uint64_t,
 }
 
 namespace {
-// Where ReceiveFd builds its msghdr: the rest of the slot's header page.
-constexpr uint64_t kScratchOffset = 2048;
-struct FdMessage {
-  msghdr msg;
-  iovec iov;
-  char byte;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-};
-static_assert(sizeof(SlotHeader) <= kScratchOffset &&
-              kScratchOffset + sizeof(FdMessage) <= kPageSize);
+// Builds a StubFdMessage at `local` (slot `slot_addr`'s header page as the sentry sees
+// it) pointing at itself in the stub's addresses.
+StubFdMessage* BuildFdMessage(uint8_t* local_slot, uint64_t slot_addr) {
+  auto* m = reinterpret_cast<StubFdMessage*>(local_slot + kFdMessageOffset);
+  const uint64_t at = slot_addr + kFdMessageOffset;
+  std::memset(m, 0, sizeof(*m));
+  m->iov.iov_base = reinterpret_cast<void*>(at + offsetof(StubFdMessage, byte));
+  m->iov.iov_len = 1;
+  m->msg.msg_iov = reinterpret_cast<iovec*>(at + offsetof(StubFdMessage, iov));
+  m->msg.msg_iovlen = 1;
+  m->msg.msg_control = reinterpret_cast<void*>(at + offsetof(StubFdMessage, control));
+  m->msg.msg_controllen = sizeof(m->control);
+  return m;
+}
+
+// The descriptor number a recvmsg left in `m`, or -1. The slot is app-writable, like all
+// of it: the number is only trusted to be some number, which only ever names a
+// descriptor of that stub.
+int ReceivedFd(const StubFdMessage* m) {
+  cmsghdr c;
+  std::memcpy(&c, m->control, sizeof(c));
+  if (c.cmsg_level != SOL_SOCKET || c.cmsg_type != SCM_RIGHTS ||
+      c.cmsg_len != CMSG_LEN(sizeof(int))) {
+    return -1;
+  }
+  int fd = -1;
+  std::memcpy(&fd, m->control + (CMSG_DATA(&c) - reinterpret_cast<unsigned char*>(&c)),
+              sizeof(int));
+  return fd;
+}
 
 // Sends `fd` as SCM_RIGHTS (with one byte) on `sock`.
 absl::Status SendFd(int sock, int fd) {
@@ -207,21 +227,11 @@ absl::Status SendFd(int sock, int fd) {
 absl::StatusOr<int> StubProcess::ReceiveFd(int sock) {
   std::lock_guard<std::mutex> lock(mu_);
   const int i = ControlSlot();
-  // Built in the slot (app-writable, like all of it): what comes back is only trusted to
-  // be some number, which only ever names a descriptor of this stub.
-  const uint64_t at = StubSlotAddress(i) + kScratchOffset;
-  auto* m = reinterpret_cast<FdMessage*>(reinterpret_cast<uint8_t*>(slot(i)) + kScratchOffset);
-  std::memset(m, 0, sizeof(*m));
-  m->iov.iov_base = reinterpret_cast<void*>(at + offsetof(FdMessage, byte));
-  m->iov.iov_len = 1;
-  m->msg.msg_iov = reinterpret_cast<iovec*>(at + offsetof(FdMessage, iov));
-  m->msg.msg_iovlen = 1;
-  m->msg.msg_control = reinterpret_cast<void*>(at + offsetof(FdMessage, control));
-  m->msg.msg_controllen = sizeof(m->control);
+  StubFdMessage* m = BuildFdMessage(reinterpret_cast<uint8_t*>(slot(i)), StubSlotAddress(i));
   SlotHeader* h = slot(i);
   h->nr = SYS_recvmsg;
   h->args[0] = static_cast<uint64_t>(sock);
-  h->args[1] = at + offsetof(FdMessage, msg);
+  h->args[1] = StubSlotAddress(i) + kFdMessageOffset + offsetof(StubFdMessage, msg);
   h->args[2] = MSG_DONTWAIT;  // the message is queued already; never block the stub
   for (int k = 3; k < 6; ++k) h->args[k] = 0;
   RETURN_IF_ERROR(Call(i, kOpSyscall, "while receiving a host file"));
@@ -229,14 +239,7 @@ absl::StatusOr<int> StubProcess::ReceiveFd(int sock) {
     return ErrnoStatus(absl::StrFormat("recvmsg in systrap stub pid=%d", pid_),
                        IsLinuxErrno(h->result) ? static_cast<int>(-h->result) : EPROTO);
   }
-  cmsghdr c;
-  std::memcpy(&c, m->control, sizeof(c));
-  int fd = -1;
-  if (c.cmsg_level == SOL_SOCKET && c.cmsg_type == SCM_RIGHTS &&
-      c.cmsg_len == CMSG_LEN(sizeof(int))) {
-    std::memcpy(&fd, m->control + (CMSG_DATA(&c) - reinterpret_cast<unsigned char*>(&c)),
-                sizeof(int));
-  }
+  const int fd = ReceivedFd(m);
   if (fd < 0) {
     return absl::InternalError(
         absl::StrFormat("systrap stub pid=%d: recvmsg brought no descriptor", pid_));
@@ -244,24 +247,15 @@ absl::StatusOr<int> StubProcess::ReceiveFd(int sock) {
   return fd;
 }
 
-absl::Status StubProcess::Connect(int zygote_sock, int zygote_sock_in_stub) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    return ErrnoStatus("socketpair(AF_UNIX) for a systrap stub");
+absl::Status StubProcess::Connected(UniqueFd sock) {
+  const int fd = ReceivedFd(reinterpret_cast<const StubFdMessage*>(
+      reinterpret_cast<uint8_t*>(slot(0)) + kFdMessageOffset));
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrFormat("systrap stub pid=%d started without its socket", pid_));
   }
-  UniqueFd mine(sv[0]), theirs(sv[1]);
-  absl::Status st = SendFd(zygote_sock, theirs.get());
-  absl::StatusOr<int> got = st.ok() ? ReceiveFd(zygote_sock_in_stub) : st;
-  // Closed before any app code runs here, so no app ever holds the zygote socket.
-  absl::StatusOr<int64_t> closed =
-      ControlSyscall(SYS_close, {static_cast<uint64_t>(zygote_sock_in_stub)});
-  if (!got.ok()) return got.status();
-  if (!closed.ok()) return closed.status();
-  if (*closed != 0) {
-    return ErrnoStatus("close(zygote socket) in a systrap stub", static_cast<int>(-*closed));
-  }
-  sock_ = std::move(mine);
-  sock_in_stub_ = *got;
+  sock_ = std::move(sock);
+  sock_in_stub_ = fd;
   return absl::OkStatus();
 }
 
@@ -1011,6 +1005,7 @@ absl::Status SystrapPlatform::Start() {
   }
   zygote_sock_ = UniqueFd(sv[0]);
   zygote_sock_stub_ = UniqueFd(sv[1]);
+  zygote_->sock_fd = static_cast<uint64_t>(zygote_sock_stub_.get());
 
   ASSIGN_OR_RETURN(const std::vector<sock_filter> filter, BuildStubFilter(code_.code_page));
   const sock_fprog prog{.len = static_cast<unsigned short>(filter.size()),
@@ -1192,41 +1187,59 @@ absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace()
           absl::StrFormat("systrap: %d stub processes alive, the most supported", kMaxStubs));
     }
   }
+  uint8_t* local = ctx_map_ + static_cast<uint64_t>(slice) * kCtxRegionSize;
+  // The new stub's own socket waits on the zygote socket; the stub takes it during its
+  // startup (layout.h, ZygotePage::sock_fd). One stub at a time: each takes the
+  // message queued for it.
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    FreeSlice(slice);
+    return ErrnoStatus("socketpair(AF_UNIX) for a systrap stub");
+  }
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  BuildFdMessage(local, code_.ctx_base);
+  absl::Status sent = SendFd(zygote_sock_.get(), theirs.get());
+  if (!sent.ok()) {
+    FreeSlice(slice);
+    return sent;
+  }
   absl::StatusOr<pid_t> pid = ForkStub(slice);
   if (!pid.ok()) {
     FreeSlice(slice);
+    DrainZygoteSocket();
     return pid.status();
   }
-  auto stub = std::make_shared<StubProcess>(
-      this, *pid, slice, ctx_map_ + static_cast<uint64_t>(slice) * kCtxRegionSize);
+  auto stub = std::make_shared<StubProcess>(this, *pid, slice, local);
   // The control thread reports once it is set up.
-  RETURN_IF_ERROR(stub->Wait(0, "during startup", nullptr, nullptr));
-  {
-    std::lock_guard<std::mutex> lock(connect_mu_);
-    absl::Status st = stub->Connect(zygote_sock_.get(), zygote_sock_stub_.get());
-    if (!st.ok()) {
-      // Whatever a failed handshake left queued would reach the next stub: drop it.
-      for (;;) {
-        char byte;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-        iovec iov{.iov_base = &byte, .iov_len = 1};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof(control);
-        if (recvmsg(zygote_sock_stub_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) break;
-        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-          int fd;
-          std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-          close(fd);
-        }
-      }
-      return st;
-    }
+  absl::Status st = stub->Wait(0, "during startup", nullptr, nullptr);
+  if (st.ok()) st = stub->Connected(std::move(mine));
+  if (!st.ok()) {
+    DrainZygoteSocket();
+    return st;
   }
   return std::unique_ptr<AddressSpace>(
       new SystrapAddressSpace(std::move(stub), code_.ctx_base, memory_file_.fd));
+}
+
+void SystrapPlatform::DrainZygoteSocket() {
+  // Whatever a failed start left queued would reach the next stub: drop it.
+  for (;;) {
+    char byte;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    iovec iov{.iov_base = &byte, .iov_len = 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (recvmsg(zygote_sock_stub_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) return;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+      close(fd);
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Context>> SystrapPlatform::NewContext() {

@@ -77,10 +77,11 @@ class StubProcess {
   absl::StatusOr<int64_t> ControlSyscall(int nr, std::array<uint64_t, 6> args);
 
   // Host files for MapHostFile travel to the stub as SCM_RIGHTS on a socketpair of its
-  // own. Connect gives it that socket: sent on the platform's zygote socket, which every
-  // new stub inherits and closes here, before any app code runs in it (an app could
-  // otherwise receive what is meant for another stub). The caller serializes Connects.
-  absl::Status Connect(int zygote_sock, int zygote_sock_in_stub);
+  // own, whose other end the stub took at startup from the zygote socket (which it then
+  // closed, before any app code runs in it: an app could otherwise receive what is meant
+  // for another stub; layout.h, ZygotePage::sock_fd). Connected records the sentry's
+  // end and the number the stub got.
+  absl::Status Connected(UniqueFd sock);
   // The stub's descriptor for `file`, sent over first if it has none yet. The stub keeps
   // up to kMaxHostFds of them (the oldest is closed; its mappings stay).
   absl::StatusOr<int> HostFdInStub(const std::shared_ptr<const UniqueFd>& file);
@@ -153,7 +154,7 @@ class StubProcess {
   std::unordered_set<uint64_t> not_patchable_ ABSL_GUARDED_BY(maps_mu_);
   bool dead_ = false;
   int wait_status_ = 0;
-  UniqueFd sock_;  // the sentry's end of the stub's socketpair (Connect)
+  UniqueFd sock_;  // the sentry's end of the stub's socketpair (Connected)
   int sock_in_stub_ = -1;
   std::mutex host_fds_mu_;
   struct HostFd {
@@ -288,10 +289,11 @@ class SystrapPlatform final : public Platform {
   pid_t zygote_pid_ = 0;
   std::mutex zygote_mu_;  // one request at a time
   // The zygote socketpair: stubs inherit zygote_sock_stub_ (same number) and receive
-  // their own socket on it (StubProcess::Connect, one at a time: connect_mu_); the
+  // their own socket on it (NewAddressSpace, one at a time: connect_mu_); the
   // sentry sends on zygote_sock_.
   UniqueFd zygote_sock_, zygote_sock_stub_;
   std::mutex connect_mu_;
+  void DrainZygoteSocket();
   std::mutex mu_;
   std::vector<int> free_slices_ ABSL_GUARDED_BY(mu_);
   int next_slice_ ABSL_GUARDED_BY(mu_) = 0;
