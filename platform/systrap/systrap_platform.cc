@@ -86,8 +86,10 @@ StubProcess::StubProcess(SystrapPlatform* platform, pid_t pid, int slice, uint8_
     : platform_(platform), pid_(pid), slice_(slice), local_(local) {}
 
 StubProcess::~StubProcess() {
-  KillAndReap(pid_);
-  platform_->FreeSlice(slice_);
+  // Dead from here on (SIGKILL cannot be caught); the kernel's teardown of the process
+  // (~0.4 ms) is not waited for here, where an exiting task would wait for it.
+  ::kill(pid_, SIGKILL);
+  platform_->Bury(pid_, slice_);
 }
 
 uint64_t StubProcess::StubSlotAddress(int i) const {
@@ -1040,7 +1042,35 @@ absl::Status SystrapPlatform::Start() {
   return absl::OkStatus();
 }
 
+void SystrapPlatform::Bury(pid_t pid, int slice) {
+  std::lock_guard<std::mutex> lock(reaper_mu_);
+  dead_.push_back({pid, slice});
+  reaper_cv_.notify_one();
+  if (!reaper_.joinable()) reaper_ = std::thread([this] { Reap(); });
+}
+
+void SystrapPlatform::Reap() {
+  std::unique_lock<std::mutex> lock(reaper_mu_);
+  for (;;) {
+    reaper_cv_.wait(lock, [this] { return !dead_.empty() || stop_reaper_; });
+    if (dead_.empty()) return;  // stopping, nothing left
+    const auto [pid, slice] = dead_.front();
+    dead_.pop_front();
+    lock.unlock();
+    KillAndReap(pid);
+    // Its context slice is free once nothing maps it any more.
+    FreeSlice(slice);
+    lock.lock();
+  }
+}
+
 SystrapPlatform::~SystrapPlatform() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    stop_reaper_ = true;
+    reaper_cv_.notify_one();
+  }
+  if (reaper_.joinable()) reaper_.join();  // after the stubs buried so far
   if (zygote_pid_ > 0) KillAndReap(zygote_pid_);
   if (zygote_ != nullptr) munmap(zygote_, kPageSize);
   if (ctx_map_ != nullptr) munmap(ctx_map_, kCtxFileSize);

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -37,6 +38,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -260,6 +262,9 @@ class SystrapPlatform final : public Platform {
   const StubCode& code() const { return code_; }
   // Returns a context slice to the pool after zeroing it (hole punch).
   void FreeSlice(int slice);
+  // A stub process that was SIGKILLed: a thread of the platform reaps it and then frees
+  // its slice.
+  void Bury(pid_t pid, int slice);
   int memory_fd() const { return memory_file_.fd; }
   bool syscall_patching() const { return options_.syscall_patching; }
   // Table slot of the trampoline for the site at `site` with syscall `nr`, written on
@@ -294,6 +299,12 @@ class SystrapPlatform final : public Platform {
   UniqueFd zygote_sock_, zygote_sock_stub_;
   std::mutex connect_mu_;
   void DrainZygoteSocket();
+  void Reap();  // the reaper thread's body
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  std::deque<std::pair<pid_t, int>> dead_ ABSL_GUARDED_BY(reaper_mu_);  // (pid, slice)
+  bool stop_reaper_ ABSL_GUARDED_BY(reaper_mu_) = false;
+  std::thread reaper_;
   std::mutex mu_;
   std::vector<int> free_slices_ ABSL_GUARDED_BY(mu_);
   int next_slice_ ABSL_GUARDED_BY(mu_) = 0;
