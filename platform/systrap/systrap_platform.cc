@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/seqpacket.h"
 #include "base/status_macros.h"
 #include "platform/stub_child_unsafe.h"
 #include "platform/stub_process.h"
@@ -206,21 +207,8 @@ int ReceivedFd(const StubFdMessage* m) {
 
 // Sends `fd` as SCM_RIGHTS (with one byte) on `sock`.
 absl::Status SendFd(int sock, int fd) {
-  char byte = 0;
-  iovec iov{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  if (sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
-    return ErrnoStatus("sendmsg(SCM_RIGHTS) to a systrap stub");
+  if (SysStatus s = SendPacket(sock, std::string_view("", 1), fd); !s.ok()) {
+    return ErrnoStatus("sendmsg(SCM_RIGHTS) to a systrap stub", s.error());
   }
   return absl::OkStatus();
 }
@@ -1253,22 +1241,11 @@ absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace()
 }
 
 void SystrapPlatform::DrainZygoteSocket() {
-  // Whatever a failed start left queued would reach the next stub: drop it.
+  // Whatever a failed start left queued would reach the next stub: drop it (RecvPacket
+  // closes the descriptors that came along).
   for (;;) {
-    char byte;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    iovec iov{.iov_base = &byte, .iov_len = 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (recvmsg(zygote_sock_stub_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) return;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-      close(fd);
-    }
+    SysResult<Packet> p = RecvPacket(zygote_sock_stub_.get(), MSG_DONTWAIT);
+    if (!p.ok() || p->bytes.empty()) return;
   }
 }
 

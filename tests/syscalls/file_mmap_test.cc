@@ -22,16 +22,6 @@ namespace {
 
 constexpr size_t kPage = 4096;
 
-// Runs `fn` in a forked child; returns its exit status (fn's result), or 128 + signal.
-template <typename F>
-int InChild(F fn) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(fn());
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 class FileMmapTest : public ::testing::Test {
  protected:
   void SetUp() override {

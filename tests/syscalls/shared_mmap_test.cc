@@ -23,16 +23,6 @@ namespace {
 
 constexpr size_t kPage = 4096;
 
-// Runs `fn` in a forked child; returns its exit status (fn's result, 0 = success).
-template <typename F>
-int InChild(F fn) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(fn());
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // A fresh directory under `parent`, removed with its contents at the end.
 class DirIn {
  public:

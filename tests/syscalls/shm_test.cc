@@ -36,16 +36,6 @@ constexpr uid_t kNobody = 65534;
 
 [[maybe_unused]] const bool kPrivateIpcNamespace = unshare(CLONE_NEWIPC) == 0;
 
-// Runs `fn` in a forked child; its exit status (fn's result), or 128+N for signal N.
-template <typename F>
-int InChild(F fn) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(fn());
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Becomes nobody:nogroup with no supplementary groups (0 on success).
 int BecomeNobody() {
   if (setgroups(0, nullptr) != 0 || setresgid(kNobody, kNobody, kNobody) != 0) return -1;

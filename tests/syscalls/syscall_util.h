@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -15,6 +16,16 @@
 #include "gtest/gtest.h"
 
 namespace syscall_test {
+
+// Runs `fn` in a forked child; its exit status (fn's result), or 128+N for signal N.
+template <typename F>
+int InChild(F fn) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(fn());
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 // Asserts that a libc call returning -1 on error succeeded; shows errno otherwise.
 #define ASSERT_SYS_OK(expr)                                               \
