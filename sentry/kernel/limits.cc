@@ -36,6 +36,17 @@ uint64_t PrivateResident(int memfd, const mm::MemoryManager& mm) {
 
 }  // namespace
 
+void NoteMaxRss(int memfd, ThreadGroup& tg) {
+  std::shared_ptr<mm::MemoryManager> m = tg.cpu_mm.lock();
+  if (!m) return;
+  uint64_t total = 0;
+  for (const auto& [start, v] : m->vmas()) {
+    if (v.host || !v.range) continue;
+    total += ResidentInRange(memfd, v.range->offset() + v.range_off, v.end - v.start);
+  }
+  tg.max_rss_bytes = std::max(tg.max_rss_bytes, total);
+}
+
 uint64_t ResidentInRange(int memfd, uint64_t offset, uint64_t len) {
   uint64_t total = 0;
   uint64_t pos = offset, end = offset + len;

@@ -21,6 +21,7 @@ namespace usentry::sentry {
 class Kernel;
 class Task;
 class Timer;
+class ThreadGroup;
 namespace mm {
 class MemoryManager;
 }
@@ -86,6 +87,12 @@ class LimitMonitor {
 
 // Bytes of the memory file allocated in [offset, offset+len) (holes skipped).
 uint64_t ResidentInRange(int memfd, uint64_t offset, uint64_t len);
+// Raises tg.max_rss_bytes to the resident bytes of its own address space now (what its
+// VMAs hold in the memory file, shared pages included, as Linux's RSS; host-file pages
+// mapped straight from the page cache are not seen). Called where a figure is reported
+// (getrusage) and when the group's last thread exits, so the maximum is of those
+// moments: it can miss a peak the process freed again in between.
+void NoteMaxRss(int memfd, ThreadGroup& tg);
 
 }  // namespace usentry::sentry
 

@@ -11,6 +11,7 @@
 
 #include "abi/signal.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/limits.h"
 #include "sentry/kernel/process_timers.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -133,6 +134,8 @@ void ReapChild(Kernel& k, ThreadGroup& parent, ThreadGroup& child) {
   child.reaped = true;
   parent.child_utime_us += absl::ToInt64Microseconds(child.CpuTime()) + child.child_utime_us;
   parent.child_stime_us += child.stime_us + child.child_stime_us;
+  parent.child_max_rss_bytes =
+      std::max({parent.child_max_rss_bytes, child.max_rss_bytes, child.child_max_rss_bytes});
   auto& c = parent.children;
   c.erase(std::remove_if(c.begin(), c.end(),
                          [&](const std::shared_ptr<ThreadGroup>& g) { return g.get() == &child; }),
@@ -171,7 +174,10 @@ void TaskExited(Task& t) {
     }
   }
   // The group's CPU time, read while its stub process is still there.
-  if (tg->tasks.size() == 1) tg->AccountCpu();
+  if (tg->tasks.size() == 1) {
+    NoteMaxRss(k.memory_file().fd(), *tg);
+    tg->AccountCpu();
+  }
   // The address space (a stub process under ptrace) must die on this thread.
   t.ctx.reset();
   t.set_mm(nullptr);

@@ -108,6 +108,8 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   int64_t app_wall_us = 0;
   // Reaped children's CPU time, in microseconds (system time is not measured: 0).
   int64_t stime_us = 0, child_utime_us = 0, child_stime_us = 0;
+  // Largest resident size seen (NoteMaxRss), and the largest of any reaped descendant.
+  uint64_t max_rss_bytes = 0, child_max_rss_bytes = 0;
 
  private:
   int32_t pid_;

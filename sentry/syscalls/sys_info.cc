@@ -161,18 +161,24 @@ SyscallResult SysGetrusage(Task& t, const SyscallArgs& a) {
   int who = a.i32(0);
   ThreadGroup& tg = t.thread_group();
   int64_t ut, st;
+  uint64_t rss;
   switch (who) {
     case RUSAGE_SELF:
       ut = absl::ToInt64Microseconds(tg.CpuTime());
       st = tg.stime_us;
+      NoteMaxRss(t.kernel().memory_file().fd(), tg);
+      rss = tg.max_rss_bytes;
       break;
-    case RUSAGE_THREAD:
+    case RUSAGE_THREAD:  // ru_maxrss is the process's, as on Linux
       ut = absl::ToInt64Microseconds(t.CpuTime());
       st = 0;
+      NoteMaxRss(t.kernel().memory_file().fd(), tg);
+      rss = tg.max_rss_bytes;
       break;
     case RUSAGE_CHILDREN:
       ut = tg.child_utime_us;
       st = tg.child_stime_us;
+      rss = tg.child_max_rss_bytes;
       break;
     default:
       return Errno{EINVAL};
@@ -180,6 +186,7 @@ SyscallResult SysGetrusage(Task& t, const SyscallArgs& a) {
   struct rusage ru {};
   ru.ru_utime = {ut / 1000000, ut % 1000000};
   ru.ru_stime = {st / 1000000, st % 1000000};
+  ru.ru_maxrss = static_cast<long>(rss / 1024);
   RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(1), ru));
   return 0;
 }

@@ -161,6 +161,7 @@ SyscallResult SysWait4(Task& t, const SyscallArgs& a) {
     const int64_t ut = absl::ToInt64Microseconds(z->CpuTime());
     ru.ru_utime.tv_sec = ut / 1000000;
     ru.ru_utime.tv_usec = ut % 1000000;
+    ru.ru_maxrss = static_cast<long>(z->max_rss_bytes / 1024);
     ru.ru_stime.tv_sec = z->stime_us / 1000000;
     ru.ru_stime.tv_usec = z->stime_us % 1000000;
     RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(3), ru));

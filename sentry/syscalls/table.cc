@@ -211,7 +211,8 @@ constexpr SyscallInfo kTable[] = {
     {97, "getrlimit", SysGetrlimit, Support::kFull, "", "dp"},
     {98, "getrusage", SysGetrusage, Support::kPartial,
      "ru_utime: the host's CPU time of the app's stub process (system time included, see "
-     "clock_gettime); ru_stime, memory and I/O fields zero",
+     "clock_gettime); ru_maxrss: the largest resident size seen at getrusage calls and exit; "
+     "ru_stime and the other fields zero",
      "dp"},
     {99, "sysinfo", SysSysinfo, Support::kPartial,
      "memory figures are the sandbox defaults, not the host", "p"},

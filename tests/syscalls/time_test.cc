@@ -3,6 +3,7 @@
 // root, so only calls Linux rejects before its permission check are made.
 #include <pthread.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -167,6 +168,32 @@ TEST(CpuTime, ASleepingThreadsClockStaysSmallWhileAnotherBurns) {
   EXPECT_GE(ClockNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0, 190000000);
   EXPECT_LT(ClockNs(CLOCK_THREAD_CPUTIME_ID) - mine0, 100000000);
   EXPECT_GE(burner_ns, 150000000);
+}
+
+// ru_maxrss: the largest resident size, in KiB, of the process (SELF) and of its
+// largest reaped child (CHILDREN, wait4's).
+TEST(MaxRss, TouchedMemoryShowsInSelfChildAndChildren) {
+  constexpr size_t kSize = 64 << 20;
+  auto touch = [] {
+    void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    memset(p, 1, kSize);
+    return true;
+  };
+  pid_t pid = fork();
+  if (pid == 0) _exit(touch() ? 0 : 1);
+  int status = 0;
+  rusage child{};
+  ASSERT_EQ(wait4(pid, &status, 0, &child), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_GE(child.ru_maxrss, 60 << 10);
+  rusage children{};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &children), 0);
+  EXPECT_GE(children.ru_maxrss, 60 << 10);
+  ASSERT_TRUE(touch());
+  rusage self{};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &self), 0);
+  EXPECT_GE(self.ru_maxrss, 60 << 10);
 }
 
 TEST(ClockGettime, MonotonicNeverGoesBack) {
