@@ -71,6 +71,13 @@ void MemoryManager::MapIntoAs(const Vma& v) const {
 void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep) {
   SplitAt(start);
   SplitAt(end);
+  // The address space lets go of the pages before they are freed: freeing pages a
+  // process still maps zaps them there too, and a process running on another CPU (the
+  // stub thread waiting for this syscall's result) takes a TLB-shootdown IPI for it, a
+  // VM exit on a virtual machine.
+  // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
+  const uint64_t as_start = std::max(start, kMinAddr);
+  if (as_ && end > as_start) (void)as_->Unmap(as_start, end - as_start);
   auto it = vmas_.lower_bound(start);
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
@@ -81,9 +88,6 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
     }
     it = vmas_.erase(it);
   }
-  // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
-  start = std::max(start, kMinAddr);
-  if (as_ && end > start) (void)as_->Unmap(start, end - start);
 }
 
 std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> MemoryManager::PristinePages(
