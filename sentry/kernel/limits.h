@@ -90,8 +90,8 @@ uint64_t ResidentInRange(int memfd, uint64_t offset, uint64_t len);
 // Raises tg.max_rss_bytes to the resident bytes of its own address space now (what its
 // VMAs hold in the memory file, shared pages included, as Linux's RSS; host-file pages
 // mapped straight from the page cache are not seen). Called where a figure is reported
-// (getrusage) and when the group's last thread exits, so the maximum is of those
-// moments: it can miss a peak the process freed again in between.
+// (getrusage), before exec replaces the image and when the group's last thread exits,
+// so the maximum is of those moments: it can miss a peak freed again in between.
 void NoteMaxRss(int memfd, ThreadGroup& tg);
 
 }  // namespace usentry::sentry
