@@ -457,6 +457,8 @@ TEST_P(PlatformTest, MapHostFileServesTheFilesBytesReadOnly) {
 // More files than a stub keeps descriptors for: the oldest are closed, their mappings
 // stay.
 TEST_P(PlatformTest, MapHostFileMappingsOutliveTheStubsDescriptors) {
+  // ptrace has no MapHostFile (its faults are stops, so it fills file mappings whole at
+  // mmap; MapHostFileServesTheFilesBytesReadOnly checks it says Unimplemented).
   if (GetParam() == "ptrace") GTEST_SKIP() << "no MapHostFile on ptrace";
   constexpr int kFiles = systrap::StubProcess::kMaxHostFds + 6;
   std::vector<std::shared_ptr<const UniqueFd>> files;
@@ -484,6 +486,8 @@ TEST_P(PlatformTest, MapHostFileMappingsOutliveTheStubsDescriptors) {
 // Code in a host file's pages cannot be patched; the platform says where it ran so the
 // sentry can give that code memory-file pages.
 TEST_P(PlatformTest, SyscallFromHostFileCodeIsReportedUnpatchable) {
+  // ptrace has no MapHostFile (its faults are stops, so it fills file mappings whole at
+  // mmap; MapHostFileServesTheFilesBytesReadOnly checks it says Unimplemented).
   if (GetParam() == "ptrace") GTEST_SKIP() << "no MapHostFile on ptrace";
   auto g = Gen();
   g.mov(eax, SYS_getpid);

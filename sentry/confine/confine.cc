@@ -326,8 +326,8 @@ std::optional<std::vector<sock_filter>> TakePrebuiltFilter() {
 absl::Status LoadFilter(const std::vector<sock_filter>& prog, bool tsync) {
   const sock_fprog fprog{.len = static_cast<unsigned short>(prog.size()),
                          .filter = const_cast<sock_filter*>(prog.data())};
-  const long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                          tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &fprog);
+  const long rc =
+      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &fprog);
   if (rc < 0) return ErrnoStatus("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC, sentry allowlist)");
   if (rc > 0) {
     return absl::FailedPreconditionError(

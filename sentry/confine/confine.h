@@ -48,9 +48,10 @@ struct ConfineReport {
 };
 
 // Confines the calling process, which must be single-threaded but for StartCalibration's
-// thread (seccomp is installed with TSYNC when that thread is not running). Irreversible. Layers the host does not permit (no mount namespace, no
-// CAP_SETPCAP) are skipped and reported; a failure that leaves the process in an unknown
-// state (no_new_privs, installing the filter) is an error and the caller must exit.
+// thread (seccomp is installed with TSYNC when that thread is not running).
+// Irreversible. Layers the host does not permit (no mount namespace, no CAP_SETPCAP) are
+// skipped and reported; a failure that leaves the process in an unknown state
+// (no_new_privs, installing the filter) is an error and the caller must exit.
 // After it returns OK with the seccomp layer applied, opening files, sockets, exec and
 // namespace changes kill the process.
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options);

@@ -369,8 +369,11 @@ SysStatus GoferFileDescription::ConfigureMMap(mm::MMapOpts& opts) {
 std::shared_ptr<const UniqueFd> GoferFileDescription::HostFileForMapping() {
   // Never a descriptor that can write (the platform hands it to the app's stub), nor one
   // whose host bytes may lag the sandbox's view (stores held by a shared mapping).
-  const int fl = fcntl(fd_->get(), F_GETFL);
-  if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || Mapped()) return nullptr;
+  if (!fd_read_only_) {  // (asked once: a descriptor's access mode never changes)
+    const int fl = fcntl(fd_->get(), F_GETFL);
+    fd_read_only_ = fl >= 0 && (fl & O_ACCMODE) == O_RDONLY;
+  }
+  if (!*fd_read_only_ || Mapped()) return nullptr;
   return fd_;
 }
 

@@ -156,7 +156,8 @@ class GoferFileDescription : public vfs::FileDescription {
   SysResult<GoferFilesystem::HostKey> Key();
   GoferFilesystem* fs_;
   std::optional<GoferFilesystem::HostKey> key_;
-  std::shared_ptr<UniqueFd> fd_;  // shared with mmap fillers
+  std::shared_ptr<UniqueFd> fd_;      // shared with mmap fillers
+  std::optional<bool> fd_read_only_;  // HostFileForMapping's check, once made
   uint64_t dev_;
   OwnerSwap owners_;
 };

@@ -22,13 +22,14 @@ namespace {
 
 std::string Mib(uint64_t bytes) { return absl::StrCat(bytes / policy::kMiB, "MiB"); }
 
-// Private resident bytes of one address space: about what the OOM killer frees by
-// killing its owner (shared mappings are not counted: they survive; copy-on-write pages
-// still shared with another address space count in both, as in Linux's RSS).
-uint64_t PrivateResident(int memfd, const mm::MemoryManager& mm) {
+// Resident bytes of one address space's VMAs in the memory file, shared mappings too
+// when `shared` (copy-on-write pages still shared with another address space count in
+// both, as in Linux's RSS). Without them: about what the OOM killer frees by killing its
+// owner (shared mappings survive).
+uint64_t Resident(int memfd, const mm::MemoryManager& mm, bool shared) {
   uint64_t total = 0;
   for (const auto& [start, v] : mm.vmas()) {
-    if (v.shared || !v.range) continue;
+    if (!v.range || (v.shared && !shared)) continue;
     total += ResidentInRange(memfd, v.range->offset() + v.range_off, v.end - v.start);
   }
   return total;
@@ -37,14 +38,9 @@ uint64_t PrivateResident(int memfd, const mm::MemoryManager& mm) {
 }  // namespace
 
 void NoteMaxRss(int memfd, ThreadGroup& tg) {
-  std::shared_ptr<mm::MemoryManager> m = tg.cpu_mm.lock();
-  if (!m) return;
-  uint64_t total = 0;
-  for (const auto& [start, v] : m->vmas()) {
-    if (v.host || !v.range) continue;
-    total += ResidentInRange(memfd, v.range->offset() + v.range_off, v.end - v.start);
+  if (std::shared_ptr<mm::MemoryManager> m = tg.cpu_mm.lock()) {
+    tg.max_rss_bytes = std::max(tg.max_rss_bytes, Resident(memfd, *m, /*shared=*/true));
   }
-  tg.max_rss_bytes = std::max(tg.max_rss_bytes, total);
 }
 
 uint64_t ResidentInRange(int memfd, uint64_t offset, uint64_t len) {
@@ -159,7 +155,7 @@ void LimitMonitor::KillForMemory(uint64_t resident) {
     if (tg->zombie || tg->tasks.empty()) continue;
     Task* leader = tg->tasks.front();
     if (!leader->mm_ptr() || !seen.insert(leader->mm_ptr().get()).second) continue;
-    uint64_t bytes = PrivateResident(memfd, leader->mm());
+    uint64_t bytes = Resident(memfd, leader->mm(), /*shared=*/false);
     if (!victim || bytes > victim_bytes) {
       victim = tg;
       victim_bytes = bytes;

@@ -213,8 +213,7 @@ SysStatus DoExecve(Task& t, const std::string& path, std::vector<std::string> ar
   // address space goes (ptrace: a traced thread of a killed stub must be reaped by its
   // own tracer before the stub can be); the run loop makes a fresh context.
   if (was_shared) t.ctx.reset();
-  NoteMaxRss(t.kernel().memory_file().fd(), tg);  // the old image's figures
-  tg.AccountCpu();
+  tg.AccountImage(t.kernel().memory_file().fd());  // the old image's figures
   t.set_mm(std::move(img.mm));
   tg.cpu_mm = t.mm_ptr();
   t.fds().CloseOnExec();

@@ -173,11 +173,8 @@ void TaskExited(Task& t) {
       }
     }
   }
-  // The group's CPU time, read while its stub process is still there.
-  if (tg->tasks.size() == 1) {
-    NoteMaxRss(k.memory_file().fd(), *tg);
-    tg->AccountCpu();
-  }
+  // The group's CPU time and size, read while its stub process is still there.
+  if (tg->tasks.size() == 1) tg->AccountImage(k.memory_file().fd());
   // The address space (a stub process under ptrace) must die on this thread.
   t.ctx.reset();
   t.set_mm(nullptr);

@@ -1,6 +1,7 @@
 // ThreadGroup helpers.
 #include "sentry/kernel/thread_group.h"
 
+#include "sentry/kernel/limits.h"
 #include "sentry/mm/memory_manager.h"
 
 namespace usentry::sentry {
@@ -17,7 +18,8 @@ absl::Duration ThreadGroup::CpuTime() const {
   return cpu_done + live.value_or(absl::ZeroDuration());
 }
 
-void ThreadGroup::AccountCpu() {
+void ThreadGroup::AccountImage(int memfd) {
+  NoteMaxRss(memfd, *this);
   std::shared_ptr<mm::MemoryManager> m = cpu_mm.lock();
   cpu_mm.reset();
   if (!m) return;

@@ -98,9 +98,10 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   // cpu_done. Where the platform cannot tell (cpu_known false), the wall time its threads
   // spent running app code instead (app_wall_us).
   absl::Duration CpuTime() const;
-  // Adds the live address space's figure to cpu_done and forgets it: before exec
-  // replaces it, and when the group's last thread exits.
-  void AccountCpu();
+  // Takes the live address space's last figures (its CPU time into cpu_done, its
+  // resident size into max_rss_bytes: NoteMaxRss) and forgets it: before exec replaces
+  // it, and when the group's last thread exits. `memfd`: the kernel's memory file.
+  void AccountImage(int memfd);
   std::weak_ptr<mm::MemoryManager> cpu_mm;
   absl::Duration cpu_done;
   bool cpu_known = false;

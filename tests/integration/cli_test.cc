@@ -33,6 +33,7 @@ TEST_P(CliTest, ExitStatusOfTheAppIsUsentrysExitStatus) {
 // Without address-space randomization (setarch -R, gdb's default, randomize_va_space=0)
 // the sentry's large mappings used to land on the addresses the stub code needs.
 TEST_P(CliTest, RunsWithAddressSpaceRandomizationOff) {
+  // setarch is util-linux's (in every Debian install); only a host without it skips.
   if (access("/usr/bin/setarch", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setarch";
   RunRequest req;
   req.argv = {"/usr/bin/setarch", "x86_64", "-R",     USENTRY_BIN, "run", "--platform",
