@@ -44,6 +44,10 @@ struct Attr {
 struct Node {
   Handle handle = 0;
   Attr attr;
+  // A symlink's target, read when the node was resolved (a handle names one inode, and
+  // a symlink's target never changes): no Readlink round trip follows a Walk. Empty for
+  // other types.
+  std::string link_target;
 };
 
 struct DirEntry {

@@ -154,8 +154,12 @@ SysResult<Node> FileServer::AddHandle(UniqueFd fd, size_t tree, std::string rel)
   e.tree = tree;
   e.rel = std::move(rel);
   e.type = st.st_mode & S_IFMT;
+  Node node{h, ToAttr(st), {}};
+  if (S_ISLNK(st.st_mode)) {
+    ASSIGN_OR_RETURN_ERRNO(node.link_target, ReadLinkFd(e.fd.get()));
+  }
   handles_.emplace(h, std::move(e));
-  return Node{h, ToAttr(st)};
+  return node;
 }
 
 static std::string ChildRel(const std::string& rel, const std::string& name) {

@@ -79,11 +79,7 @@ SysResult<UniqueFd> FileServer::Open(uint64_t node, uint32_t uflags) {
 SysResult<std::string> FileServer::Readlink(uint64_t node) {
   ASSIGN_OR_RETURN_ERRNO(Entry * e, Get(node));
   if (e->type != S_IFLNK) return Errno{EINVAL};
-  std::string buf(kMaxSymlinkTargetLen + 1, '\0');
-  ssize_t n = ::readlinkat(e->fd.get(), "", buf.data(), buf.size());
-  if (n < 0) return Errno{errno};
-  buf.resize(static_cast<size_t>(n));
-  return buf;
+  return ReadLinkFd(e->fd.get());
 }
 
 SysResult<Attr> FileServer::Stat(uint64_t node) {

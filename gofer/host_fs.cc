@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "gofer/protocol.h"
 
 namespace usentry::gofer {
 
@@ -37,6 +38,15 @@ SysResult<struct stat> StatFd(int fd) {
   struct stat st;
   if (::fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) return Errno{errno};
   return st;
+}
+
+SysResult<std::string> ReadLinkFd(int fd) {
+  std::string buf(kMaxSymlinkTargetLen + 1, '\0');
+  const ssize_t n = ::readlinkat(fd, "", buf.data(), buf.size());
+  if (n < 0) return Errno{errno};
+  if (static_cast<size_t>(n) > kMaxSymlinkTargetLen) return Errno{ENAMETOOLONG};
+  buf.resize(static_cast<size_t>(n));
+  return buf;
 }
 
 SysResult<struct stat> StatAt(int dir_fd, const std::string& name) {

@@ -26,6 +26,9 @@ SysResult<UniqueFd> OpenBeneath(int dir_fd, const std::string& name, int flags);
 
 // fstatat(fd, "", AT_EMPTY_PATH|AT_SYMLINK_NOFOLLOW): works on O_PATH FDs.
 SysResult<struct stat> StatFd(int fd);
+// readlinkat(fd, ""): the target of the symlink an O_PATH FD holds (EINVAL for other
+// types), at most kMaxSymlinkTargetLen bytes.
+SysResult<std::string> ReadLinkFd(int fd);
 // fstatat(dir_fd, name, AT_SYMLINK_NOFOLLOW).
 SysResult<struct stat> StatAt(int dir_fd, const std::string& name);
 

@@ -2,6 +2,7 @@
 #include "gofer/protocol.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include <cerrno>
@@ -49,6 +50,7 @@ class Encoder {
   void NodeFields(const Node& n) {
     U64(n.handle);
     AttrFields(n.attr);
+    Str(n.link_target);
   }
   std::string Take() { return std::move(out_); }
 
@@ -113,6 +115,12 @@ class Decoder {
     Node n;
     n.handle = U64();
     n.attr = AttrFields();
+    n.link_target = Str();
+    // Only a symlink has a target, and it must be one a symlink can hold.
+    if ((n.attr.mode & S_IFMT) == S_IFLNK ? !ValidateSymlinkTarget(n.link_target).ok()
+                                          : !n.link_target.empty()) {
+      ok_ = false;
+    }
     return n;
   }
 

@@ -75,6 +75,7 @@ struct Request {
 };
 
 // One response. When err != 0 nothing else is on the wire. Otherwise, by op:
+//   (node = handle attr link_target; link_target is empty unless attr is a symlink's)
 //   Attach   node read_only            Walk/Mkdir/Symlink/Link  node
 //   Open     has_fd                    Create                   node has_fd
 //   Readlink text                      Stat                     node.attr

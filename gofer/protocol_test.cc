@@ -111,6 +111,25 @@ TEST(ProtocolTest, ResponsesRoundTrip) {
   EXPECT_EQ(a->node.attr.mtime.tv_nsec, 200);
   EXPECT_TRUE(a->read_only);
 
+  Response walk;
+  walk.tag = 10;
+  walk.op = Op::kWalk;
+  walk.node.handle = 6;
+  walk.node.attr.mode = S_IFLNK | 0777;
+  walk.node.link_target = "../lib/x";
+  SysResult<Response> w = DecodeResponse(EncodeResponse(walk));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->node.link_target, "../lib/x");
+  // A target on a node that is no symlink, or a symlink without a valid one, is a
+  // broken peer.
+  walk.node.attr.mode = S_IFREG | 0644;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(walk)).error(), EBADMSG);
+  walk.node.attr.mode = S_IFLNK | 0777;
+  walk.node.link_target = "";
+  EXPECT_EQ(DecodeResponse(EncodeResponse(walk)).error(), EBADMSG);
+  walk.node.link_target = std::string("a\0b", 3);
+  EXPECT_EQ(DecodeResponse(EncodeResponse(walk)).error(), EBADMSG);
+
   Response err;
   err.tag = 9;
   err.op = Op::kWalk;

@@ -235,9 +235,16 @@ TEST_F(GoferServerTest, MkdirSymlinkLinkOnHost) {
   char buf[64] = {};
   ASSERT_EQ(readlink(rw_.Join("lnk").c_str(), buf, sizeof(buf)), 15);
   EXPECT_STREQ(buf, "../../somewhere");
+  EXPECT_EQ(l->link_target, "../../somewhere");
   auto target = c().Readlink(l->handle);
   ASSERT_TRUE(target.ok());
   EXPECT_EQ(*target, "../../somewhere");
+  // A walk brings the target along (the sentry then never asks Readlink); other nodes
+  // carry none.
+  auto walked = c().Walk(mount, "lnk");
+  ASSERT_TRUE(walked.ok());
+  EXPECT_EQ(walked->link_target, "../../somewhere");
+  EXPECT_EQ(c().Walk(mount, "newdir")->link_target, "");
   Handle existing = WalkOk(mount, "existing");
   EXPECT_EQ(c().Readlink(existing).error(), EINVAL);
 

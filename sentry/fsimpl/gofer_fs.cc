@@ -55,7 +55,9 @@ SysResult<struct statfs> GoferFilesystem::StatFs() {
 }
 
 GoferInode::GoferInode(GoferFilesystem* fs, gofer::Node node)
-    : fs_(fs), handle_(node.handle), attr_(ToAttr(node.attr)) {}
+    : fs_(fs), handle_(node.handle), attr_(ToAttr(node.attr)) {
+  if (FileType() == S_IFLNK) link_target_ = std::move(node.link_target);
+}
 
 GoferInode::~GoferInode() { fs_->client().Close(handle_); }
 
