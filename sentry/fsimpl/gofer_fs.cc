@@ -137,18 +137,37 @@ SysResult<std::shared_ptr<Inode>> GoferInode::Wrap(gofer::Node node) {
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Lookup(std::string_view name) {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
-  if (absent_.contains(name)) return Errno{ENOENT};
+  if (absent_.contains(name) || (names_ && !names_->contains(name))) return Errno{ENOENT};
   SysResult<gofer::Node> n = fs_->client().Walk(handle_, name);
   if (!n.ok()) {
     // Bounded so that a program probing random names cannot grow the sentry without
     // limit; past the bound, lookups just ask the gofer again.
     constexpr size_t kMaxAbsentPerDir = 4096;
-    if (n.error() == ENOENT && fs_->cache_metadata() && absent_.size() < kMaxAbsentPerDir) {
-      absent_.emplace(name);
+    if (n.error() == ENOENT && fs_->cache_metadata()) {
+      if (absent_.size() < kMaxAbsentPerDir) absent_.emplace(name);
+      // One miss is common (a config file that is not there); a second predicts more.
+      if (++misses_ == 2 && !names_) (void)ListNames();
     }
     return Errno{n.error()};
   }
   return Wrap(*n);
+}
+
+// Directories with more names than this are not remembered (a listing of /usr/lib's
+// thousands costs more than the misses it would answer).
+static constexpr size_t kMaxListedNames = 8192;
+
+void GoferInode::KeepNames(const std::vector<gofer::DirEntry>& entries) {
+  if (!fs_->cache_metadata() || entries.size() > kMaxListedNames) return;
+  names_.emplace();
+  for (const gofer::DirEntry& e : entries) names_->insert(e.name);
+  absent_.clear();  // names_ answers these now
+}
+
+SysStatus GoferInode::ListNames() {
+  ASSIGN_OR_RETURN_ERRNO(auto entries, fs_->client().ReadDir(handle_));
+  KeepNames(entries);
+  return SysOk();
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Create(std::string_view name, uint32_t mode,
@@ -200,6 +219,7 @@ SysStatus GoferInode::Rename(std::string_view old_name, Inode& new_dir, std::str
 SysResult<std::vector<vfs::DirEntry>> GoferInode::ReadDir() {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
   ASSIGN_OR_RETURN_ERRNO(auto entries, fs_->client().ReadDir(handle_));
+  KeepNames(entries);
   std::vector<vfs::DirEntry> out;
   out.reserve(entries.size());
   for (auto& e : entries) out.push_back(vfs::DirEntry{std::move(e.name), e.ino, e.type});

@@ -129,6 +129,14 @@ class GoferInode : public vfs::Inode {
   bool dir_open_checked_ = false;
   // cache_metadata() trees: names this directory is known not to contain (bounded).
   std::set<std::string, std::less<>> absent_;
+  // cache_metadata() trees: every name this directory holds, once it was listed (by
+  // ReadDir, or here after a second miss; not for huge directories). A name outside it
+  // is absent without asking the gofer: a compiler's include search or an interpreter's
+  // module search misses in the same few directories again and again.
+  SysStatus ListNames();
+  void KeepNames(const std::vector<gofer::DirEntry>& entries);
+  std::optional<std::set<std::string, std::less<>>> names_;
+  int misses_ = 0;
 };
 
 // A regular file opened through the gofer: I/O on the donated host FD.

@@ -156,6 +156,35 @@ TEST_F(SandboxVfsTest, HostChangesSeenInMountsCachedInTheRoot) {
   EXPECT_EQ(size_of("/etc/passwd"), 10);
 }
 
+// In the root's lower layer a directory's names are remembered once it was listed, or
+// after its second miss; later misses there are answered without the gofer (which the
+// host-side files created afterwards show: they stay invisible). Mount trees keep
+// asking.
+TEST_F(SandboxVfsTest, ListedOrTwiceMissedRootDirectoriesAnswerMissesThemselves) {
+  ASSERT_TRUE(vfs_);
+  auto exists = [&](const std::string& path) { return vfs_->Resolve(Ctx(), path, true).ok(); };
+  root_.WriteFile("etc/listed-later", "x");  // on the host before the listing below
+  EXPECT_FALSE(exists("/etc/a"));
+  root_.WriteFile("etc/after-one-miss", "x");
+  EXPECT_TRUE(exists("/etc/after-one-miss"));  // one miss: still asked
+  EXPECT_FALSE(exists("/etc/b"));              // the second miss lists /etc
+  root_.WriteFile("etc/after-listing", "x");
+  EXPECT_FALSE(exists("/etc/after-listing"));
+  EXPECT_TRUE(exists("/etc/listed-later"));  // listed, first looked up now
+  EXPECT_TRUE(exists("/etc/passwd"));
+
+  EXPECT_EQ(List("/bin"), (std::vector<std::string>{".", "..", "tool"}));
+  root_.WriteFile("bin/two", "x");
+  EXPECT_FALSE(exists("/bin/two"));
+  EXPECT_TRUE(exists("/bin/tool"));
+
+  EXPECT_FALSE(exists("/mnt/ro/a"));
+  EXPECT_FALSE(exists("/mnt/ro/b"));
+  EXPECT_EQ(List("/mnt/ro"), (std::vector<std::string>{".", "..", "ro.txt"}));
+  ro_.WriteFile("c", "x");
+  EXPECT_TRUE(exists("/mnt/ro/c"));
+}
+
 // Reading descriptions of one read-only file share a host FD: offsets stay separate,
 // and closing one leaves the others working.
 TEST_F(SandboxVfsTest, ReadersOfOneFileKeepTheirOwnOffsets) {
