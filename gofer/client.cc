@@ -67,6 +67,16 @@ SysResult<Node> Client::Walk(Handle dir, std::string_view name) {
   return r.resp.node;
 }
 
+SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name) {
+  RETURN_IF_ERRNO(ValidateName(name));
+  Request req;
+  req.op = Op::kWalkOpen;
+  req.handle = dir;
+  req.name = std::string(name);
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  return WalkOpened{std::move(r.resp.node), r.resp.open_err, std::move(r.fd)};
+}
+
 SysResult<UniqueFd> Client::Open(Handle node, int flags) {
   Request req;
   req.op = Op::kOpen;
@@ -201,6 +211,7 @@ void Client::Close(Handle node) {
   req.op = Op::kClose;
   req.handle = node;
   req.tag = next_tag_++;
+  ++closes_;
   if (!SendPacket(sock_.get(), EncodeRequest(req)).ok()) sock_.reset();
 }
 

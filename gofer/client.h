@@ -90,6 +90,16 @@ class Client {
   // One path component (no '/', not "." or ".."). Never follows a symlink: a symlink
   // comes back as a node with S_IFLNK. ENOENT for masked or absent names.
   SysResult<Node> Walk(Handle dir, std::string_view name);
+  // Walk, and in the same round trip the Open a read-only open(2) of the node would make
+  // next: O_RDONLY for a regular file (its host FD in `fd`), O_RDONLY|O_DIRECTORY for a
+  // directory (no FD). `open_err` is that Open's errno (0: it succeeded); other types
+  // are not opened (open_err 0, no FD).
+  struct WalkOpened {
+    Node node;
+    int open_err = 0;
+    UniqueFd fd;
+  };
+  SysResult<WalkOpened> WalkOpen(Handle dir, std::string_view name);
   // Opens the node for I/O. flags: O_RDONLY/O_WRONLY/O_RDWR plus O_TRUNC/O_APPEND/
   // O_DIRECTORY; never creates. The returned host FD is the sentry's to keep.
   // For a directory no host FD is donated (a directory FD would expose masked names and
@@ -117,9 +127,13 @@ class Client {
   // Releases the handle (best effort; errors are ignored).
   void Close(Handle node);
 
+  // Requests that waited for a response so far (every one but Close).
+  uint64_t round_trips() const { return next_tag_ - 1 - closes_; }
+
  private:
   UniqueFd sock_;
   uint64_t next_tag_ = 1;
+  uint64_t closes_ = 0;
 };
 
 }  // namespace usentry::gofer

@@ -76,6 +76,9 @@ void FileServer::Handle(const Request& req, Response& resp, UniqueFd& donate) {
     case Op::kWalk:
       set_node(Walk(req.handle, req.name));
       break;
+    case Op::kWalkOpen:
+      WalkOpen(req.handle, req.name, resp, donate);
+      break;
     case Op::kOpen: {
       SysResult<UniqueFd> fd = Open(req.handle, req.flags);
       if (!fd.ok()) {

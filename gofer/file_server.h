@@ -78,6 +78,9 @@ class FileServer {
   // Node ops (file_server_nodes.cc).
   SysResult<Node> Attach(const std::string& tree, bool& read_only);
   SysResult<Node> Walk(uint64_t dir, const std::string& name);
+  // Walk, then a read-only Open of the node if it is a regular file or a directory: its
+  // errno in resp.open_err, a regular file's FD in *donate.
+  void WalkOpen(uint64_t dir, const std::string& name, Response& resp, UniqueFd& donate);
   SysResult<UniqueFd> Open(uint64_t node, uint32_t flags);
   SysResult<std::string> Readlink(uint64_t node);
   SysResult<Attr> Stat(uint64_t node);

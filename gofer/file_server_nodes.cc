@@ -46,6 +46,26 @@ SysResult<Node> FileServer::Walk(uint64_t dir, const std::string& name) {
   return AddHandle(std::move(fd), d->tree, d->rel.empty() ? name : absl::StrCat(d->rel, "/", name));
 }
 
+void FileServer::WalkOpen(uint64_t dir, const std::string& name, Response& resp,
+                          UniqueFd& donate) {
+  SysResult<Node> node = Walk(dir, name);
+  if (!node.ok()) {
+    resp.err = node.error();
+    return;
+  }
+  resp.node = *node;
+  const uint32_t type = node->attr.mode & S_IFMT;
+  if (type != S_IFREG && type != S_IFDIR) return;
+  // Exactly what the sentry's Open of this node would ask.
+  SysResult<UniqueFd> fd = Open(node->handle, type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (!fd.ok()) {
+    resp.open_err = fd.error();
+    return;
+  }
+  donate = std::move(fd).value();
+  resp.has_fd = donate.valid();
+}
+
 SysResult<UniqueFd> FileServer::Open(uint64_t node, uint32_t uflags) {
   int flags = static_cast<int>(uflags);
   ASSIGN_OR_RETURN_ERRNO(Entry * e, Get(node));

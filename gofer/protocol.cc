@@ -156,6 +156,7 @@ std::string EncodeRequest(const Request& req) {
       e.Str(req.name);
       break;
     case Op::kWalk:
+    case Op::kWalkOpen:
       e.U64(req.handle);
       e.Str(req.name);
       break;
@@ -241,6 +242,7 @@ SysResult<Request> DecodeRequest(std::string_view bytes) {
       req.name = d.Str();
       break;
     case Op::kWalk:
+    case Op::kWalkOpen:
       req.handle = d.U64();
       req.name = d.Str();
       break;
@@ -327,6 +329,11 @@ std::string EncodeResponse(const Response& resp) {
     case Op::kOpen:
       e.U8(resp.has_fd);
       break;
+    case Op::kWalkOpen:
+      e.NodeFields(resp.node);
+      e.U32(static_cast<uint32_t>(resp.open_err));
+      e.U8(resp.has_fd);
+      break;
     case Op::kCreate:
       e.NodeFields(resp.node);
       e.U8(resp.has_fd);
@@ -383,6 +390,16 @@ SysResult<Response> DecodeResponse(std::string_view bytes) {
       break;
     case Op::kOpen:
       resp.has_fd = d.Bool();
+      break;
+    case Op::kWalkOpen:
+      resp.node = d.NodeFields();
+      resp.open_err = static_cast<int32_t>(d.U32());
+      resp.has_fd = d.Bool();
+      // An FD only for a regular file that opened.
+      if (resp.open_err < 0 || resp.open_err >= 4096 ||
+          (resp.has_fd && (resp.open_err != 0 || (resp.node.attr.mode & S_IFMT) != S_IFREG))) {
+        return Errno{EBADMSG};
+      }
       break;
     case Op::kCreate:
       resp.node = d.NodeFields();

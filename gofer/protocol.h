@@ -45,12 +45,14 @@ enum class Op : uint32_t {
   kSetAttr = 12,
   kReadDir = 13,
   kClose = 14,
+  kWalkOpen = 15,
 };
-inline constexpr uint32_t kMaxOp = 14;
+inline constexpr uint32_t kMaxOp = 15;
 
 // One request. Which fields are on the wire depends on op:
 //   Attach   name(tree)
 //   Walk     handle(dir) name
+//   WalkOpen handle(dir) name
 //   Open     handle flags
 //   Create   handle(dir) name flags mode
 //   Mkdir    handle(dir) name mode
@@ -78,6 +80,8 @@ struct Request {
 //   (node = handle attr link_target; link_target is empty unless attr is a symlink's)
 //   Attach   node read_only            Walk/Mkdir/Symlink/Link  node
 //   Open     has_fd                    Create                   node has_fd
+//   WalkOpen node open_err has_fd (open_err: the read-only open's errno, 0 if it
+//            succeeded; only regular files and directories are opened)
 //   Readlink text                      Stat                     node.attr
 //   ReadDir  eof next_cursor u32 count {u64 ino, u8 type, name}*count
 //   Unlink/Rename/SetAttr  (empty)
@@ -93,6 +97,7 @@ struct Response {
   // Open/Create: whether a host FD travels with this message. Directories are opened
   // without donating an FD (see client.h).
   bool has_fd = false;
+  int32_t open_err = 0;  // WalkOpen
   std::string text;
   std::vector<DirEntry> entries;
   bool eof = true;

@@ -130,6 +130,30 @@ TEST(ProtocolTest, ResponsesRoundTrip) {
   walk.node.link_target = std::string("a\0b", 3);
   EXPECT_EQ(DecodeResponse(EncodeResponse(walk)).error(), EBADMSG);
 
+  Response wo;
+  wo.tag = 11;
+  wo.op = Op::kWalkOpen;
+  wo.node.attr.mode = S_IFREG | 0644;
+  wo.has_fd = true;
+  SysResult<Response> o = DecodeResponse(EncodeResponse(wo));
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->has_fd);
+  EXPECT_EQ(o->open_err, 0);
+  wo.has_fd = false;
+  wo.open_err = EACCES;
+  o = DecodeResponse(EncodeResponse(wo));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->open_err, EACCES);
+  // An FD with a failed open, or for anything but a regular file, is a broken peer.
+  wo.has_fd = true;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+  wo.open_err = 0;
+  wo.node.attr.mode = S_IFDIR | 0755;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+  wo.has_fd = false;
+  wo.open_err = -1;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+
   Response err;
   err.tag = 9;
   err.op = Op::kWalk;

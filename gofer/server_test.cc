@@ -192,6 +192,44 @@ TEST_F(GoferServerTest, DevicesFifosAndSocketsAreNeverOpened) {
   EXPECT_EQ(c().Open(dev->handle, O_RDWR).error(), EACCES);
 }
 
+// WalkOpen: the node and, in the same answer, the read-only Open the sentry would ask
+// next; types the gofer never opens come back unopened.
+TEST_F(GoferServerTest, WalkOpenAnswersTheReadOnlyOpenToo) {
+  ASSERT_EQ(mkfifo(rw_.Join("fifo").c_str(), 0644), 0);
+  ASSERT_EQ(symlink("existing", rw_.Join("lnk").c_str()), 0);
+  Handle root = AttachOk("root");
+  Handle mount = AttachOk("mount0");
+  const uint64_t before = c().round_trips();
+  auto file = c().WalkOpen(root, "file.txt");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(c().round_trips(), before + 1);
+  EXPECT_TRUE(S_ISREG(file->node.attr.mode));
+  EXPECT_EQ(file->open_err, 0);
+  ASSERT_TRUE(file->fd.valid());
+  EXPECT_EQ(ReadAll(file->fd.get()), "hello");
+  EXPECT_EQ(write(file->fd.get(), "x", 1), -1);  // read-only
+
+  auto dir = c().WalkOpen(root, "dir");
+  ASSERT_TRUE(dir.ok());
+  EXPECT_TRUE(S_ISDIR(dir->node.attr.mode));
+  EXPECT_EQ(dir->open_err, 0);
+  EXPECT_FALSE(dir->fd.valid());  // directories are listed with ReadDir, never donated
+  EXPECT_TRUE(c().Walk(dir->node.handle, "inner").ok());
+
+  auto fifo = c().WalkOpen(mount, "fifo");
+  ASSERT_TRUE(fifo.ok());
+  EXPECT_TRUE(S_ISFIFO(fifo->node.attr.mode));
+  EXPECT_FALSE(fifo->fd.valid());
+  auto lnk = c().WalkOpen(mount, "lnk");
+  ASSERT_TRUE(lnk.ok());
+  EXPECT_EQ(lnk->node.link_target, "existing");
+  EXPECT_FALSE(lnk->fd.valid());
+
+  EXPECT_EQ(c().WalkOpen(root, "missing").error(), ENOENT);
+  EXPECT_EQ(c().WalkOpen(root, "..").error(), EINVAL);
+  EXPECT_EQ(c().WalkOpen(file->node.handle, "x").error(), ENOTDIR);
+}
+
 TEST_F(GoferServerTest, CreateWritesHostFileWithExactMode) {
   Handle mount = AttachOk("mount0");
   mode_t old_umask = umask(077);  // the gofer's umask must not change the mode

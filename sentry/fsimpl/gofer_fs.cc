@@ -137,20 +137,46 @@ SysResult<std::shared_ptr<Inode>> GoferInode::Wrap(gofer::Node node) {
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Lookup(std::string_view name) {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
-  if (absent_.contains(name) || (names_ && !names_->contains(name))) return Errno{ENOENT};
+  if (KnownAbsent(name)) return Errno{ENOENT};
   SysResult<gofer::Node> n = fs_->client().Walk(handle_, name);
   if (!n.ok()) {
-    // Bounded so that a program probing random names cannot grow the sentry without
-    // limit; past the bound, lookups just ask the gofer again.
-    constexpr size_t kMaxAbsentPerDir = 4096;
-    if (n.error() == ENOENT && fs_->cache_metadata()) {
-      if (absent_.size() < kMaxAbsentPerDir) absent_.emplace(name);
-      // One miss is common (a config file that is not there); a second predicts more.
-      if (++misses_ == 2 && !names_) (void)ListNames();
-    }
+    if (n.error() == ENOENT) NoteMiss(name);
     return Errno{n.error()};
   }
   return Wrap(*n);
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::LookupForOpen(std::string_view name, int flags) {
+  if (!fs_->read_only() || (flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY) return Lookup(name);
+  if (FileType() != S_IFDIR) return Errno{ENOTDIR};
+  if (KnownAbsent(name)) return Errno{ENOENT};
+  SysResult<gofer::Client::WalkOpened> w = fs_->client().WalkOpen(handle_, name);
+  if (!w.ok()) {
+    if (w.error() == ENOENT) NoteMiss(name);
+    return Errno{w.error()};
+  }
+  auto child = std::make_shared<GoferInode>(fs_, std::move(w->node));
+  // What Open would ask in this read-only tree, answered already. A refusal is not
+  // kept: Open asks again and gets it then.
+  if (w->open_err == 0) {
+    if (child->FileType() == S_IFDIR) child->dir_open_checked_ = true;
+    if (w->fd.valid()) child->read_fd_ = std::make_shared<UniqueFd>(std::move(w->fd));
+  }
+  return std::shared_ptr<Inode>(std::move(child));
+}
+
+bool GoferInode::KnownAbsent(std::string_view name) const {
+  return absent_.contains(name) || (names_ && !names_->contains(name));
+}
+
+void GoferInode::NoteMiss(std::string_view name) {
+  if (!fs_->cache_metadata()) return;
+  // Bounded so that a program probing random names cannot grow the sentry without
+  // limit; past the bound, lookups just ask the gofer again.
+  constexpr size_t kMaxAbsentPerDir = 4096;
+  if (absent_.size() < kMaxAbsentPerDir) absent_.emplace(name);
+  // One miss is common (a config file that is not there); a second predicts more.
+  if (++misses_ == 2 && !names_) (void)ListNames();
 }
 
 // Directories with more names than this are not remembered (a listing of /usr/lib's

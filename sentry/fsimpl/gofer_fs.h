@@ -100,6 +100,9 @@ class GoferInode : public vfs::Inode {
   SysResult<std::shared_ptr<vfs::FileDescription>> Open(const vfs::Path& path, int flags) override;
 
   SysResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view name) override;
+  // In a read-only tree, a read-only open's lookup also makes the gofer Open (one round
+  // trip, not two): the FD or the permission rides on the new inode for Open to use.
+  SysResult<std::shared_ptr<vfs::Inode>> LookupForOpen(std::string_view name, int flags) override;
   SysResult<std::shared_ptr<vfs::Inode>> Create(std::string_view name, uint32_t mode, uint32_t uid,
                                                 uint32_t gid) override;
   SysResult<std::shared_ptr<vfs::Inode>> Mkdir(std::string_view name, uint32_t mode, uint32_t uid,
@@ -119,6 +122,9 @@ class GoferInode : public vfs::Inode {
  private:
   vfs::Attr ToAttr(const gofer::Attr& a) const;
   SysResult<std::shared_ptr<vfs::Inode>> Wrap(gofer::Node node);
+  // A name this directory is known not to hold (cache_metadata trees).
+  bool KnownAbsent(std::string_view name) const;
+  void NoteMiss(std::string_view name);
   GoferFilesystem* fs_;
   gofer::Handle handle_;
   vfs::Attr attr_;

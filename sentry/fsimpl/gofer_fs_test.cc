@@ -185,6 +185,37 @@ TEST_F(SandboxVfsTest, ListedOrTwiceMissedRootDirectoriesAnswerMissesThemselves)
   EXPECT_TRUE(exists("/mnt/ro/c"));
 }
 
+// Round trips to the gofer that opening files of the read-only root costs: the open of
+// a file (or directory) not looked up before is answered with its lookup, a second
+// open of it costs none, and so does a miss in a directory whose names are known.
+TEST_F(SandboxVfsTest, ReadOnlyOpensTakeOneRoundTrip) {
+  ASSERT_TRUE(vfs_);
+  root_.Mkdir("etc/sub");
+  root_.WriteFile("etc/sub/f", "sub");
+  gofer::Client& gc = harness_->client();
+  ASSERT_TRUE(vfs_->Resolve(Ctx(), "/etc", true).ok());
+  uint64_t n = gc.round_trips();
+  EXPECT_EQ(Read("/etc/passwd"), "root:x:0:0");
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  EXPECT_EQ(Read("/etc/passwd"), "root:x:0:0");
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  EXPECT_EQ(Read("/etc/sub/f"), "sub");  // the directory on the way is a plain walk
+  EXPECT_EQ(gc.round_trips(), n + 3);
+  n = gc.round_trips();
+  EXPECT_EQ(List("/bin"), (std::vector<std::string>{".", "..", "tool"}));
+  EXPECT_EQ(gc.round_trips(), n + 2);  // WalkOpen, then ReadDir
+  n = gc.round_trips();
+  EXPECT_EQ(Read("/bin/missing"), "<errno " + std::to_string(ENOENT) + ">");
+  EXPECT_EQ(Read("/bin/tool"), "#!/bin/sh\n");
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  // Writing opens (which copy up into the overlay) and mount trees keep their paths.
+  EXPECT_TRUE(Write("/etc/sub/f", "w", O_APPEND).ok());
+  EXPECT_EQ(Read("/etc/sub/f"), "subw");
+  EXPECT_EQ(root_.ReadFile("etc/sub/f"), "sub");
+  EXPECT_EQ(Read("/work/rw/data.txt"), "hello");
+  EXPECT_EQ(Read("/mnt/ro/ro.txt"), "ro");
+}
+
 // Reading descriptions of one read-only file share a host FD: offsets stay separate,
 // and closing one leaves the others working.
 TEST_F(SandboxVfsTest, ReadersOfOneFileKeepTheirOwnOffsets) {

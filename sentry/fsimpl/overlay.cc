@@ -2,6 +2,7 @@
 // (create, unlink, rename, readdir) are in overlay_dir.cc.
 #include "sentry/fsimpl/overlay.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include <string>
@@ -228,7 +229,13 @@ SysResult<std::shared_ptr<Inode>> OverlayInode::Lookup(std::string_view name) {
   return std::shared_ptr<Inode>(std::move(c));
 }
 
-SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view name) {
+SysResult<std::shared_ptr<Inode>> OverlayInode::LookupForOpen(std::string_view name, int flags) {
+  ASSIGN_OR_RETURN_ERRNO(auto c, Child(name, flags));
+  return std::shared_ptr<Inode>(std::move(c));
+}
+
+SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view name,
+                                                            int open_flags) {
   if (type_ != S_IFDIR) return Errno{ENOTDIR};
   auto it = children_.find(name);
   if (it != children_.end()) {
@@ -246,7 +253,9 @@ SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view na
     }
   }
   if (lower_ && (!up || (up->IsDir() && !IsOpaque(*up)))) {
-    auto r = lower_->Lookup(name);
+    // Only a read-only open reaches the lower file as it is (a write copies it up).
+    const bool read_open = open_flags >= 0 && (open_flags & (O_ACCMODE | O_TRUNC)) == O_RDONLY;
+    auto r = !up && read_open ? lower_->LookupForOpen(name, open_flags) : lower_->Lookup(name);
     if (r.ok()) {
       if (!up || (*r)->IsDir()) low = std::move(r).value();
     } else if (r.error() != ENOENT) {

@@ -116,6 +116,10 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // --- directories (default ENOTDIR) ---
   // ENOENT if absent. Never called with "." or "..".
   virtual SysResult<std::shared_ptr<Inode>> Lookup(std::string_view name);
+  // Lookup of the last component of a path open(2) is about to open with `flags`
+  // (without O_CREAT or O_PATH): a filesystem whose lookups and opens are round trips
+  // to another process may do both in one (gofer fs). Default: Lookup.
+  virtual SysResult<std::shared_ptr<Inode>> LookupForOpen(std::string_view name, int flags);
   // Creates a regular file (EEXIST if the name exists).
   virtual SysResult<std::shared_ptr<Inode>> Create(std::string_view name, uint32_t mode,
                                                    uint32_t uid, uint32_t gid);

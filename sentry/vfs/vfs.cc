@@ -78,7 +78,8 @@ Path Vfs::CrossMounts(Path p) const {
   return p;
 }
 
-SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::string_view name) {
+SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::string_view name,
+                          bool last) {
   Inode* di = dir.inode();
   if (!di->IsDir()) return Errno{ENOTDIR};
   ASSIGN_OR_RETURN_ERRNO(Attr da, di->Stat());
@@ -105,7 +106,9 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
   const bool cached = di->CachesChildren();
   std::shared_ptr<Dentry> child = cached ? dir.dentry->CachedChild(n) : nullptr;
   if (!child) {
-    ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<Inode> inode, di->Lookup(name));
+    ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<Inode> inode, last && ctx.open_flags >= 0
+                                                             ? di->LookupForOpen(name, ctx.open_flags)
+                                                             : di->Lookup(name));
     child = dir.dentry->ChildFor(n, std::move(inode));
     if (cached) KeepRecent(*dir.mount, child);
   }
@@ -157,9 +160,13 @@ SysResult<Path> Vfs::WalkComponents(const ResolveContext& ctx, Path cur, std::st
   }
   for (size_t i = 0; i < n; ++i) {
     bool is_last = i + 1 == n && !last;
-    ASSIGN_OR_RETURN_ERRNO(Path next, Step(ctx, cur, comps[i]));
+    ASSIGN_OR_RETURN_ERRNO(Path next, Step(ctx, cur, comps[i], is_last));
     if (next.inode()->IsSymlink() && (!is_last || follow_last || slash)) {
-      ASSIGN_OR_RETURN_ERRNO(next, FollowLink(ctx, cur, next, symlinks));
+      // Where a symlink stands for a directory on the way, its target's last component
+      // is not what open(2) opens.
+      ResolveContext link_ctx = ctx;
+      if (!is_last) link_ctx.open_flags = -1;
+      ASSIGN_OR_RETURN_ERRNO(next, FollowLink(link_ctx, cur, next, symlinks));
     }
     if ((!is_last || (slash && !last)) && !next.inode()->IsDir()) return Errno{ENOTDIR};
     cur = std::move(next);

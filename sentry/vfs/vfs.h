@@ -41,6 +41,9 @@ struct ResolveContext {
   // Audit/--explain hooks (null: nobody listens) and the pid they report.
   const FsObserver* observer = nullptr;
   int32_t pid = 0;
+  // Set by open(2) (not O_CREAT, not O_PATH) to its flags: the path's last component is
+  // looked up with Inode::LookupForOpen. -1 otherwise.
+  int open_flags = -1;
 };
 
 // Result of resolving all but the last component.
@@ -89,7 +92,9 @@ class Vfs {
   SysResult<ParentAndName> ResolveParent(const ResolveContext& ctx, std::string_view path);
   // One step from a directory: handles ".", "..", mounts; checks search permission on
   // `dir`. Does not follow a symlink result.
-  SysResult<Path> Step(const ResolveContext& ctx, const Path& dir, std::string_view name);
+  // `last`: name is the path's last component (see ResolveContext::open_flags).
+  SysResult<Path> Step(const ResolveContext& ctx, const Path& dir, std::string_view name,
+                       bool last = false);
 
   // --- operations (mode arguments are before umask; the VFS applies ctx.umask) ---
   SysResult<std::shared_ptr<FileDescription>> Open(const ResolveContext& ctx, std::string_view path,

@@ -82,10 +82,13 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenImpl(const ResolveContext& 
                                                           uint32_t mode) {
   if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (!(flags & O_CREAT)) {
+    // The last component is looked up knowing it is about to be opened.
+    ResolveContext intent = ctx;
+    if (!(flags & O_PATH)) intent.open_flags = flags;
     if (!(flags & O_NOFOLLOW)) {
       // A symlink chain ending at a magic link to an anonymous file (/dev/fd/63 or
       // /dev/stdin of a pipe) reopens that file.
-      ASSIGN_OR_RETURN_ERRNO(Final fin, ResolveFinal(ctx, path));
+      ASSIGN_OR_RETURN_ERRNO(Final fin, ResolveFinal(intent, path));
       if (fin.file) {
         if ((flags & O_DIRECTORY)) return Errno{ENOTDIR};
         if (flags & O_PATH) return fin.file;
@@ -94,7 +97,7 @@ SysResult<std::shared_ptr<FileDescription>> Vfs::OpenImpl(const ResolveContext& 
       // A trailing slash adds Resolve's directory rules; otherwise this is the answer.
       if (path.back() != '/') return OpenPath(ctx, fin.path, flags);
     }
-    ASSIGN_OR_RETURN_ERRNO(Path p, Resolve(ctx, path, !(flags & O_NOFOLLOW)));
+    ASSIGN_OR_RETURN_ERRNO(Path p, Resolve(intent, path, !(flags & O_NOFOLLOW)));
     if ((flags & O_NOFOLLOW) && !(flags & O_PATH) && p.inode()->IsSymlink()) return Errno{ELOOP};
     return OpenPath(ctx, p, flags);
   }
