@@ -61,8 +61,9 @@ struct SwitchResult {
   bool fault_exec = false;
   siginfo_t info{};  // for kFault and kSignal: the host siginfo of the app's fault
   // systrap, kSyscall: the call came from code mapped with MapHostFile, which the
-  // platform cannot patch (it rewrites memory-file pages); once the sentry gives this
-  // address memory-file pages (fills its chunk), the site's next call is patched. 0 if not.
+  // platform cannot patch (it rewrites memory-file pages), often enough that patching
+  // it pays; once the sentry gives this address memory-file pages (fills its chunk),
+  // the site's next call is patched. 0 if not.
   uint64_t unpatchable_host_code = 0;
 };
 

@@ -154,6 +154,8 @@ class StubProcess {
   std::mutex maps_mu_;
   std::map<uint64_t, Mapping> maps_ ABSL_GUARDED_BY(maps_mu_);  // by start address
   std::unordered_set<uint64_t> not_patchable_ ABSL_GUARDED_BY(maps_mu_);
+  // Traps so far at each syscall site in host-file code (MaybePatch).
+  std::unordered_map<uint64_t, uint32_t> host_code_traps_ ABSL_GUARDED_BY(maps_mu_);
   bool dead_ = false;
   int wait_status_ = 0;
   UniqueFd sock_;  // the sentry's end of the stub's socketpair (Connected)
