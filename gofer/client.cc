@@ -57,22 +57,24 @@ SysResult<std::pair<Node, bool>> Client::Attach(std::string_view tree) {
   return std::make_pair(r.resp.node, r.resp.read_only);
 }
 
-SysResult<Node> Client::Walk(Handle dir, std::string_view name) {
+// A Walk-shaped request (a directory and one validated name).
+static SysResult<Request> WalkRequest(Op op, Handle dir, std::string_view name) {
   RETURN_IF_ERRNO(ValidateName(name));
   Request req;
-  req.op = Op::kWalk;
+  req.op = op;
   req.handle = dir;
   req.name = std::string(name);
+  return req;
+}
+
+SysResult<Node> Client::Walk(Handle dir, std::string_view name) {
+  ASSIGN_OR_RETURN_ERRNO(Request req, WalkRequest(Op::kWalk, dir, name));
   ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
   return r.resp.node;
 }
 
 SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name) {
-  RETURN_IF_ERRNO(ValidateName(name));
-  Request req;
-  req.op = Op::kWalkOpen;
-  req.handle = dir;
-  req.name = std::string(name);
+  ASSIGN_OR_RETURN_ERRNO(Request req, WalkRequest(Op::kWalkOpen, dir, name));
   ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
   return WalkOpened{std::move(r.resp.node), r.resp.open_err, std::move(r.fd)};
 }
