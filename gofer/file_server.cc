@@ -149,8 +149,13 @@ SysResult<FileServer::Entry*> FileServer::Get(uint64_t handle) {
 }
 
 SysResult<Node> FileServer::AddHandle(UniqueFd fd, size_t tree, std::string rel) {
-  if (handles_.size() >= max_handles_) return Errno{ENFILE};
   ASSIGN_OR_RETURN_ERRNO(struct stat st, StatFd(fd.get()));
+  return AddHandle(std::move(fd), st, tree, std::move(rel));
+}
+
+SysResult<Node> FileServer::AddHandle(UniqueFd fd, const struct stat& st, size_t tree,
+                                      std::string rel) {
+  if (handles_.size() >= max_handles_) return Errno{ENFILE};
   uint64_t h = next_handle_++;
   Entry e;
   e.fd = std::move(fd);

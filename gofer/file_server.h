@@ -64,6 +64,8 @@ class FileServer {
   const Tree& TreeOf(const Entry& e) const { return trees_[e.tree]; }
   // Registers fd (an O_PATH FD of the new node) and returns its Node.
   SysResult<Node> AddHandle(UniqueFd fd, size_t tree, std::string rel);
+  // The same, with `st` already made of fd (a walk stats it to check the masks).
+  SysResult<Node> AddHandle(UniqueFd fd, const struct stat& st, size_t tree, std::string rel);
   // ENOENT-worthy: outside the root allowlist or matching a mask path.
   bool HiddenName(const Entry& dir, const std::string& name) const;
   bool HiddenInode(const Entry& dir, uint64_t dev, uint64_t ino) const;

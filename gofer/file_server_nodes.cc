@@ -43,11 +43,11 @@ SysResult<Node> FileServer::Walk(uint64_t dir, const std::string& name) {
   ASSIGN_OR_RETURN_ERRNO(UniqueFd fd, OpenBeneath(d->fd.get(), name, O_PATH));
   ASSIGN_OR_RETURN_ERRNO(struct stat st, StatFd(fd.get()));
   if (HiddenInode(*d, st.st_dev, st.st_ino)) return Errno{ENOENT};
-  return AddHandle(std::move(fd), d->tree, d->rel.empty() ? name : absl::StrCat(d->rel, "/", name));
+  return AddHandle(std::move(fd), st, d->tree,
+                   d->rel.empty() ? name : absl::StrCat(d->rel, "/", name));
 }
 
-void FileServer::WalkOpen(uint64_t dir, const std::string& name, Response& resp,
-                          UniqueFd& donate) {
+void FileServer::WalkOpen(uint64_t dir, const std::string& name, Response& resp, UniqueFd& donate) {
   SysResult<Node> node = Walk(dir, name);
   if (!node.ok()) {
     resp.err = node.error();

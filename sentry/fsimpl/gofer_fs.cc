@@ -143,31 +143,32 @@ static constexpr int64_t kMaxListedDirBytes = 16 << 10;
 static constexpr size_t kMaxListedNames = 8192;
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Lookup(std::string_view name) {
-  if (FileType() != S_IFDIR) return Errno{ENOTDIR};
-  if (KnownAbsent(name)) return Errno{ENOENT};
-  SysResult<gofer::Node> n = fs_->client().Walk(handle_, name);
-  if (!n.ok()) {
-    if (n.error() == ENOENT) NoteMiss(name);
-    return Errno{n.error()};
-  }
-  return Wrap(*n);
+  return Find(name, /*open=*/false);
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::LookupForOpen(std::string_view name, int flags) {
-  if (!fs_->read_only() || (flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY) return Lookup(name);
+  return Find(name, fs_->read_only() && vfs::ReadOnlyOpen(flags));
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool open) {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
   if (KnownAbsent(name)) return Errno{ENOENT};
-  SysResult<gofer::Client::WalkOpened> w = fs_->client().WalkOpen(handle_, name);
-  if (!w.ok()) {
-    if (w.error() == ENOENT) NoteMiss(name);
-    return Errno{w.error()};
+  gofer::Client::WalkOpened w;
+  if (open) {
+    SysResult<gofer::Client::WalkOpened> r = fs_->client().WalkOpen(handle_, name);
+    if (!r.ok()) return Missed(name, r.error());
+    w = std::move(r).value();
+  } else {
+    SysResult<gofer::Node> r = fs_->client().Walk(handle_, name);
+    if (!r.ok()) return Missed(name, r.error());
+    w.node = std::move(r).value();
   }
-  auto child = std::make_shared<GoferInode>(fs_, std::move(w->node));
+  auto child = std::make_shared<GoferInode>(fs_, std::move(w.node));
   // What Open would ask in this read-only tree, answered already. A refusal is not
   // kept: Open asks again and gets it then.
-  if (w->open_err == 0) {
+  if (open && w.open_err == 0) {
     if (child->FileType() == S_IFDIR) child->dir_open_checked_ = true;
-    if (w->fd.valid()) child->read_fd_ = std::make_shared<UniqueFd>(std::move(w->fd));
+    if (w.fd.valid()) child->read_fd_ = std::make_shared<UniqueFd>(std::move(w.fd));
   }
   return std::shared_ptr<Inode>(std::move(child));
 }
@@ -176,16 +177,16 @@ bool GoferInode::KnownAbsent(std::string_view name) const {
   return absent_.contains(name) || (names_ && !names_->contains(name));
 }
 
-void GoferInode::NoteMiss(std::string_view name) {
-  if (!fs_->cache_metadata()) return;
+Errno GoferInode::Missed(std::string_view name, int err) {
+  if (err != ENOENT || !fs_->cache_metadata()) return Errno{err};
   // Bounded so that a program probing random names cannot grow the sentry without
   // limit; past the bound, lookups just ask the gofer again.
   constexpr size_t kMaxAbsentPerDir = 4096;
   if (absent_.size() < kMaxAbsentPerDir) absent_.emplace(name);
   // One miss is common (a config file that is not there); a second predicts more.
   if (++misses_ == 2 && !names_ && attr_.size <= kMaxListedDirBytes) (void)ListNames();
+  return Errno{err};
 }
-
 
 void GoferInode::KeepNames(const std::vector<gofer::DirEntry>& entries) {
   if (!fs_->cache_metadata() || entries.size() > kMaxListedNames) return;

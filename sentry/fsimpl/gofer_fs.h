@@ -122,9 +122,12 @@ class GoferInode : public vfs::Inode {
  private:
   vfs::Attr ToAttr(const gofer::Attr& a) const;
   SysResult<std::shared_ptr<vfs::Inode>> Wrap(gofer::Node node);
+  // Lookup and LookupForOpen: Walk, or (`open`) WalkOpen.
+  SysResult<std::shared_ptr<vfs::Inode>> Find(std::string_view name, bool open);
   // A name this directory is known not to hold (cache_metadata trees).
   bool KnownAbsent(std::string_view name) const;
-  void NoteMiss(std::string_view name);
+  // A lookup of `name` failed with `err`: remembers an absent name; returns err.
+  Errno Missed(std::string_view name, int err);
   GoferFilesystem* fs_;
   gofer::Handle handle_;
   vfs::Attr attr_;

@@ -235,7 +235,7 @@ SysResult<std::shared_ptr<Inode>> OverlayInode::LookupForOpen(std::string_view n
 }
 
 SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view name,
-                                                            int open_flags) {
+                                                             int open_flags) {
   if (type_ != S_IFDIR) return Errno{ENOTDIR};
   auto it = children_.find(name);
   if (it != children_.end()) {
@@ -254,7 +254,7 @@ SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view na
   }
   if (lower_ && (!up || (up->IsDir() && !IsOpaque(*up)))) {
     // Only a read-only open reaches the lower file as it is (a write copies it up).
-    const bool read_open = open_flags >= 0 && (open_flags & (O_ACCMODE | O_TRUNC)) == O_RDONLY;
+    const bool read_open = open_flags >= 0 && vfs::ReadOnlyOpen(open_flags);
     auto r = !up && read_open ? lower_->LookupForOpen(name, open_flags) : lower_->Lookup(name);
     if (r.ok()) {
       if (!up || (*r)->IsDir()) low = std::move(r).value();

@@ -7,6 +7,7 @@
 #ifndef USENTRY_SENTRY_VFS_INODE_H_
 #define USENTRY_SENTRY_VFS_INODE_H_
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -20,6 +21,9 @@
 #include "sentry/kernel/sys_result.h"
 
 namespace usentry::sentry::vfs {
+
+// open(2) flags that neither write nor truncate: such an open sees a file as it is.
+inline bool ReadOnlyOpen(int flags) { return (flags & (O_ACCMODE | O_TRUNC)) == O_RDONLY; }
 
 class FileDescription;
 class Inode;
@@ -118,7 +122,8 @@ class Inode : public std::enable_shared_from_this<Inode> {
   virtual SysResult<std::shared_ptr<Inode>> Lookup(std::string_view name);
   // Lookup of the last component of a path open(2) is about to open with `flags`
   // (without O_CREAT or O_PATH): a filesystem whose lookups and opens are round trips
-  // to another process may do both in one (gofer fs). Default: Lookup.
+  // to another process may do both in one (gofer fs; for ReadOnlyOpen flags). Default:
+  // Lookup.
   virtual SysResult<std::shared_ptr<Inode>> LookupForOpen(std::string_view name, int flags);
   // Creates a regular file (EEXIST if the name exists).
   virtual SysResult<std::shared_ptr<Inode>> Create(std::string_view name, uint32_t mode,

@@ -106,9 +106,9 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
   const bool cached = di->CachesChildren();
   std::shared_ptr<Dentry> child = cached ? dir.dentry->CachedChild(n) : nullptr;
   if (!child) {
-    ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<Inode> inode, last && ctx.open_flags >= 0
-                                                             ? di->LookupForOpen(name, ctx.open_flags)
-                                                             : di->Lookup(name));
+    ASSIGN_OR_RETURN_ERRNO(
+        std::shared_ptr<Inode> inode,
+        last && ctx.open_flags >= 0 ? di->LookupForOpen(name, ctx.open_flags) : di->Lookup(name));
     child = dir.dentry->ChildFor(n, std::move(inode));
     if (cached) KeepRecent(*dir.mount, child);
   }
