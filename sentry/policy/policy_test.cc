@@ -1,6 +1,10 @@
 #include "sentry/policy/policy.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -163,6 +167,27 @@ TEST(PolicyTomlTest, NetTableBuildsTheRules) {
   EXPECT_EQ(p->net.log_file, "/base/net.jsonl");
   EXPECT_TRUE(p->net.egress());
   EXPECT_THAT(p->ToJson(), HasSubstr("\"allow_private\":[\"10.1.2.3:5432\"]"));
+}
+
+// What the audit record promises: anyone can check the digest with sha256sum(1) over
+// the canonical JSON (`usentry policy check` prints it).
+TEST(PolicyTest, DigestIsTheSha256OfTheCanonicalJson) {
+  Policy p;
+  p.limits.max_fds = 77;
+  p.net.allow.push_back(*ParseNetRule("pypi.org", false));
+  char path[] = "/tmp/usentry-digest-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string json = p.ToJson();
+  ASSERT_EQ(write(fd, json.data(), json.size()), static_cast<ssize_t>(json.size()));
+  close(fd);
+  FILE* out = popen((std::string("sha256sum ") + path).c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  char hex[65] = {};
+  ASSERT_EQ(fread(hex, 1, 64, out), 64u);
+  pclose(out);
+  unlink(path);
+  EXPECT_EQ(p.Digest(), std::string("sha256:") + hex);
 }
 
 TEST(PolicyTest, DigestChangesWithAnyField) {
