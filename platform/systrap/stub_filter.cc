@@ -38,8 +38,9 @@ absl::StatusOr<std::vector<sock_filter>> BuildStubFilter(uint64_t code_page) {
   b.LoadArch();
   b.JumpIf(Cond::kEq, AUDIT_ARCH_X86_64, next, kill);
   b.LoadNr();
-  for (uint32_t nr : {SYS_munmap, SYS_mmap, SYS_mprotect, SYS_close, SYS_recvmsg, SYS_gettid,
-                      SYS_sigaltstack, SYS_rt_sigreturn, SYS_exit, SYS_exit_group, SYS_sched_yield}) {
+  for (uint32_t nr :
+       {SYS_munmap, SYS_mmap, SYS_mprotect, SYS_close, SYS_recvmsg, SYS_gettid, SYS_sigaltstack,
+        SYS_rt_sigreturn, SYS_exit, SYS_exit_group, SYS_sched_yield}) {
     b.JumpIf(Cond::kEq, nr, allow, next);
   }
   // One 32-bit argument (its upper half must be 0) taking one of `values`.

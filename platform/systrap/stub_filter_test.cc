@@ -52,8 +52,7 @@ TEST_P(StubFilterTest, AllowsTheStubsOwnCallsFromItsCode) {
   const uint64_t code = GetParam();
   for (uint64_t ip : {code, code + 0x42, code + kCodeSize - 1}) {
     for (int nr : {SYS_munmap, SYS_mmap, SYS_mprotect, SYS_close, SYS_recvmsg, SYS_gettid,
-                   SYS_sigaltstack, SYS_rt_sigreturn, SYS_exit, SYS_exit_group,
-                   SYS_sched_yield}) {
+                   SYS_sigaltstack, SYS_rt_sigreturn, SYS_exit, SYS_exit_group, SYS_sched_yield}) {
       EXPECT_EQ(Eval(Call(nr, ip)), SECCOMP_RET_ALLOW) << nr;
     }
     EXPECT_EQ(Eval(Call(SYS_futex, ip, {0, FUTEX_WAIT})), SECCOMP_RET_ALLOW);

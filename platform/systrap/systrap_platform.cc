@@ -1,12 +1,12 @@
 // systrap AddressSpace, Context and Platform (semantics in systrap_platform.h).
 #include "platform/systrap/systrap_platform.h"
 
-#include <sched.h>
 #include <fcntl.h>
 #include <immintrin.h>
 #include <linux/audit.h>
 #include <linux/falloc.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
