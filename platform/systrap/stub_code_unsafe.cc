@@ -34,7 +34,8 @@ constexpr uint64_t kTaskSize = 0x7ffffffff000;
 // Code page candidates, highest first; each leaves kZygotePages and the context region
 // below it and above 0x7ff000000000.
 constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff400000000, 0x7ff100000000};
-// Spins (each a `pause`, ~19 ns here: ~75 us) before the stub sleeps in FUTEX_WAIT:
+// Spins (each a `pause`, ~19 ns on the VM this was tuned on: ~75 us; 30 ns, ~120 us, on
+// the AMD EPYC host of 2026-12-02) before the stub sleeps in FUTEX_WAIT:
 // longer than the sentry takes for most syscalls (a gofer round trip included), so a
 // busy app's result is caught without a futex wake-up, and an idle app sleeps. See
 // kSentrySpins for the measurements behind both numbers.

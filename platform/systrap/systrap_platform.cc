@@ -31,8 +31,9 @@ namespace usentry::platform::systrap {
 namespace {
 
 // Spins before the sentry sleeps in FUTEX_WAIT for a stub (each a `pause`, ~19 ns on
-// the 2-core VM this was tuned on, so ~400 us: app code between two syscalls is often
-// longer than a stub's, and a futex wake-up costs tens of us there). Measured with
+// the 2-core VM this was tuned on, so ~400 us; 30 ns, ~600 us, on a later AMD EPYC
+// host: app code between two syscalls is often longer than a stub's, and a futex
+// wake-up costs tens of us there). Measured with
 // python3 imports / pipe ping-pong / open+close (ms / us / us): 1000+1000 spins
 // 267/145/110, 4000+20000 215/170/68, 10000+10000 206/496/80.
 constexpr int kSentrySpins = 20000;
