@@ -216,6 +216,39 @@ TEST_F(SandboxVfsTest, ReadOnlyOpensTakeOneRoundTrip) {
   EXPECT_EQ(Read("/mnt/ro/ro.txt"), "ro");
 }
 
+// execve's open (the binary, then its interpreter) of a file not looked up before is one
+// round trip too; execute permission is enough, read permission is not needed, and a
+// file without it or a directory is EACCES.
+TEST_F(SandboxVfsTest, ExecOpensTakeOneRoundTripAndNeedOnlyExecute) {
+  ASSERT_TRUE(vfs_);
+  root_.WriteFile("bin/xonly", "#!/bin/x\n", 0711);
+  root_.WriteFile("bin/plain", "data", 0644);
+  gofer::Client& gc = harness_->client();
+  ASSERT_TRUE(vfs_->Resolve(Ctx(), "/bin", true).ok());
+  Credentials user;
+  user.ruid = user.euid = user.suid = user.fsuid = 1000;
+  user.rgid = user.egid = user.sgid = user.fsgid = 1000;
+  const vfs::ResolveContext as_user{&user, vfs_->root(), vfs_->root(), 022};
+  const auto first_line = [](vfs::FileDescription& f) {
+    std::string out(64, '\0');
+    iovec v{out.data(), out.size()};
+    auto got = f.Read(nullptr, absl::MakeConstSpan(&v, 1), 0);
+    out.resize(got.ok() ? *got : 0);
+    return out;
+  };
+  uint64_t n = gc.round_trips();
+  auto x = vfs_->OpenForExec(as_user, "/bin/xonly");
+  ASSERT_TRUE(x.ok()) << x.error();
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  EXPECT_EQ(first_line(**x), "#!/bin/x\n");
+  EXPECT_EQ(vfs_->Open(as_user, "/bin/xonly", O_RDONLY, 0).error(), EACCES);
+  EXPECT_EQ(vfs_->OpenForExec(as_user, "/bin/plain").error(), EACCES);
+  EXPECT_EQ(vfs_->OpenForExec(Ctx(), "/bin/plain").error(), EACCES);  // root needs an x bit
+  EXPECT_EQ(vfs_->OpenForExec(Ctx(), "/bin").error(), EACCES);
+  EXPECT_EQ(vfs_->OpenForExec(Ctx(), "/bin/missing").error(), ENOENT);
+  EXPECT_EQ(vfs_->OpenForExec(Ctx(), "").error(), ENOENT);
+}
+
 // Reading descriptions of one read-only file share a host FD: offsets stay separate,
 // and closing one leaves the others working.
 TEST_F(SandboxVfsTest, ReadersOfOneFileKeepTheirOwnOffsets) {

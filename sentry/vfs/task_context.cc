@@ -73,17 +73,7 @@ SysResult<ResolveContext> ContextAt(Task& task, int dirfd, std::string_view path
 }
 
 SysResult<std::shared_ptr<FileDescription>> OpenForExec(Task& task, std::string_view path) {
-  if (path.empty()) return Errno{ENOENT};
-  ResolveContext ctx = TaskContext(task);
-  ASSIGN_OR_RETURN_ERRNO(Path p, task.kernel().vfs().Resolve(ctx, path, true));
-  Inode* inode = p.inode();
-  if (!inode->IsRegular()) return Errno{EACCES};
-  if (p.mount->flags() & kMountNoExec) return Errno{EACCES};
-  ASSIGN_OR_RETURN_ERRNO(Attr a, inode->Stat());
-  RETURN_IF_ERRNO(CheckPermission(task.creds(), a, kMayExec));
-  // execve needs only execute permission (an --x binary runs); open bypassing the read
-  // check that Vfs::OpenPath would make.
-  return inode->Open(p, O_RDONLY);
+  return task.kernel().vfs().OpenForExec(TaskContext(task), path);
 }
 
 SysResult<size_t> ReadAt(FileDescription& file, void* buf, size_t n, int64_t off) {

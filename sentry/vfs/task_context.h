@@ -27,9 +27,7 @@ SysResult<ResolveContext> ContextAt(Task& task, int dirfd, std::string_view path
 // Context for absolute/cwd-relative paths.
 ResolveContext TaskContext(Task& task);
 
-// execve's lookup: follows symlinks; ENOENT/ENOTDIR/ELOOP/ENAMETOOLONG from resolution;
-// EACCES unless a regular file with execute permission on a mount without noexec.
-// The description is opened read-only.
+// Vfs::OpenForExec in the task's root, cwd and credentials.
 SysResult<std::shared_ptr<FileDescription>> OpenForExec(Task& task, std::string_view path);
 
 // Reads up to n bytes at `off` into a sentry buffer (loader: ELF headers, segments).

@@ -41,8 +41,9 @@ struct ResolveContext {
   // Audit/--explain hooks (null: nobody listens) and the pid they report.
   const FsObserver* observer = nullptr;
   int32_t pid = 0;
-  // Set by open(2) (not O_CREAT, not O_PATH) to its flags: the path's last component is
-  // looked up with Inode::LookupForOpen. -1 otherwise.
+  // Set by open(2) (not O_CREAT, not O_PATH) to its flags, and by execve's lookup to
+  // O_RDONLY: the path's last component is looked up with Inode::LookupForOpen. -1
+  // otherwise.
   int open_flags = -1;
 };
 
@@ -104,6 +105,11 @@ class Vfs {
   // Opens an already-resolved path (permission and type checks included).
   SysResult<std::shared_ptr<FileDescription>> OpenPath(const ResolveContext& ctx, const Path& p,
                                                        int flags);
+  // execve's lookup: follows symlinks; ENOENT/ENOTDIR/ELOOP/ENAMETOOLONG from resolution;
+  // EACCES unless a regular file with execute permission on a mount without noexec. The
+  // description is opened read-only even without read permission (an --x binary runs).
+  SysResult<std::shared_ptr<FileDescription>> OpenForExec(const ResolveContext& ctx,
+                                                          std::string_view path);
   SysStatus Mkdir(const ResolveContext& ctx, std::string_view path, uint32_t mode);
   SysStatus Mknod(const ResolveContext& ctx, std::string_view path, uint32_t mode, uint64_t dev);
   SysStatus Rmdir(const ResolveContext& ctx, std::string_view path);

@@ -77,6 +77,24 @@ void Vfs::NoteAbsent(const ResolveContext& ctx, std::string_view op, std::string
   ctx.observer->Absent(ctx, op, full);
 }
 
+SysResult<std::shared_ptr<FileDescription>> Vfs::OpenForExec(const ResolveContext& ctx,
+                                                             std::string_view path) {
+  if (path.empty()) return Errno{ENOENT};
+  // The file is opened read-only below: its lookup may open it too (LookupForOpen; one
+  // gofer round trip instead of two for each binary and each interpreter).
+  ResolveContext intent = ctx;
+  intent.open_flags = O_RDONLY;
+  ASSIGN_OR_RETURN_ERRNO(Path p, Resolve(intent, path, true));
+  Inode* inode = p.inode();
+  if (!inode->IsRegular()) return Errno{EACCES};
+  if (p.mount->flags() & kMountNoExec) return Errno{EACCES};
+  ASSIGN_OR_RETURN_ERRNO(Attr a, inode->Stat());
+  RETURN_IF_ERRNO(CheckPermission(*ctx.creds, a, kMayExec));
+  // execve needs only execute permission (an --x binary runs); open bypassing the read
+  // check that OpenPath would make.
+  return inode->Open(p, O_RDONLY);
+}
+
 SysResult<std::shared_ptr<FileDescription>> Vfs::OpenImpl(const ResolveContext& ctx,
                                                           std::string_view path, int flags,
                                                           uint32_t mode) {
