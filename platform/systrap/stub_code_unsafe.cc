@@ -41,10 +41,6 @@ constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff4000000
 // kSentrySpins for the measurements behind both numbers.
 constexpr uint32_t kStubSpins = 4000;
 constexpr uint32_t kStubSpinsBeforeHint = 500;  // ~10 us
-// sched_yield every this many spins (a power of two), for the sentry thread if it shares
-// the vCPU: see kSpinsPerYield in systrap_platform.cc.
-constexpr uint32_t kStubSpinsPerYield = 64;
-static_assert((kStubSpinsPerYield & (kStubSpinsPerYield - 1)) == 0);
 
 // The FPU init image for xrstor/fxrstor: FCW 0x37f, MXCSR 0x1f80, XSTATE_BV 0 (every
 // component in its init state).
@@ -468,7 +464,7 @@ class Generator : public Xbyak::CodeGenerator {
     L(no_hint);
     pause();
     Xbyak::Label no_yield;
-    test(ecx, kStubSpinsPerYield - 1);
+    test(ecx, kSpinsPerYield - 1);  // layout.h
     jnz(no_yield, T_NEAR);
     // The syscall clobbers rcx; r9 is free here on every path (the control loop sets it
     // before use, the app paths restore it from the frame or the fast-entry save).

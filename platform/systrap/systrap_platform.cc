@@ -37,12 +37,6 @@ namespace {
 // python3 imports / pipe ping-pong / open+close (ms / us / us): 1000+1000 spins
 // 267/145/110, 4000+20000 215/170/68, 10000+10000 206/496/80.
 constexpr int kSentrySpins = 20000;
-// Every this many spins the spinner (here and in the stub) calls sched_yield: when the
-// sentry thread and the stub thread it waits for share one vCPU, each spinning while
-// the other needs the CPU, a handoff otherwise lasts until a spin budget runs out or
-// the tick preempts (the 9 host mmaps that map a fresh address space took 0.6-6 ms in
-// one run of three, ~130 us each). Alone on its CPU the call returns at once.
-constexpr int kSpinsPerYield = 64;
 // How long one FUTEX_WAIT lasts before the sentry checks that the stub is alive.
 constexpr long kTickNanos = 50 * 1000 * 1000;
 // An app that ignores Interrupt() this many ticks (its stub thread blocked the host
@@ -138,7 +132,7 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
   for (int n = 0; n < kSentrySpins; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) return absl::OkStatus();
     _mm_pause();
-    if (n % kSpinsPerYield == kSpinsPerYield - 1) sched_yield();
+    if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) sched_yield();  // layout.h
   }
   Word(h->sentry_sleeping).store(1);  // seq_cst: ordered before the state load
   absl::Status result = absl::OkStatus();

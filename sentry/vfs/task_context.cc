@@ -8,7 +8,6 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/fs_context.h"
-#include "sentry/vfs/permissions.h"
 
 namespace usentry::sentry::vfs {
 
