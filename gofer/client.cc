@@ -79,6 +79,33 @@ SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name
   return WalkOpened{std::move(r.resp.node), r.resp.open_err, std::move(r.fd)};
 }
 
+SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
+                                               const std::vector<std::string_view>& names,
+                                               bool open_last) {
+  static_assert(kMaxWalkNames == kMaxWalkPathNames);
+  if (names.empty() || names.size() > kMaxWalkNames) return Errno{EINVAL};
+  Request req;
+  req.op = Op::kWalkPath;
+  req.handle = dir;
+  req.flags = open_last ? kWalkPathOpenLast : 0;
+  for (std::string_view n : names) {
+    RETURN_IF_ERRNO(ValidateName(n));
+    req.names.emplace_back(n);
+  }
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  WalkedPath out{std::move(r.resp.nodes), r.resp.stop_err, r.resp.open_err, std::move(r.fd)};
+  // More nodes than names, a stop after the end, or an open that was not asked for:
+  // a broken peer (its handles are released; the socket is not trusted again).
+  const bool reached_end = out.nodes.size() == names.size();
+  if (out.nodes.size() > names.size() || (reached_end && out.stop_err != 0) ||
+      ((!open_last || !reached_end) && (out.open_err != 0 || out.fd.valid()))) {
+    for (const Node& n : out.nodes) Close(n.handle);
+    sock_.reset();
+    return Errno{EIO};
+  }
+  return out;
+}
+
 SysResult<UniqueFd> Client::Open(Handle node, int flags) {
   Request req;
   req.op = Op::kOpen;

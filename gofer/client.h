@@ -100,6 +100,21 @@ class Client {
     UniqueFd fd;
   };
   SysResult<WalkOpened> WalkOpen(Handle dir, std::string_view name);
+  // Several components in one round trip (like 9P's multi-name walk): names[0] from dir,
+  // each next one from the node before, while the nodes are directories. `nodes` holds
+  // what was walked, in order (at least names[0]'s; its errno is the call's error).
+  // `stop_err` is the errno of names[nodes.size()] when the walk failed there, 0 when it
+  // reached the end or a file or symlink ended it. With open_last, the last name gets
+  // WalkOpen's open (open_err, fd) when the walk reached it. At most kMaxWalkNames names.
+  static constexpr size_t kMaxWalkNames = 16;
+  struct WalkedPath {
+    std::vector<Node> nodes;
+    int stop_err = 0;
+    int open_err = 0;
+    UniqueFd fd;
+  };
+  SysResult<WalkedPath> WalkPath(Handle dir, const std::vector<std::string_view>& names,
+                                 bool open_last);
   // Opens the node for I/O. flags: O_RDONLY/O_WRONLY/O_RDWR plus O_TRUNC/O_APPEND/
   // O_DIRECTORY; never creates. The returned host FD is the sentry's to keep.
   // For a directory no host FD is donated (a directory FD would expose masked names and

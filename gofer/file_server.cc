@@ -79,6 +79,9 @@ void FileServer::Handle(const Request& req, Response& resp, UniqueFd& donate) {
     case Op::kWalkOpen:
       WalkOpen(req.handle, req.name, resp, donate);
       break;
+    case Op::kWalkPath:
+      WalkPath(req.handle, req.names, req.flags, resp, donate);
+      break;
     case Op::kOpen: {
       SysResult<UniqueFd> fd = Open(req.handle, req.flags);
       if (!fd.ok()) {

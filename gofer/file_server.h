@@ -83,6 +83,13 @@ class FileServer {
   // Walk, then a read-only Open of the node if it is a regular file or a directory: its
   // errno in resp.open_err, a regular file's FD in *donate.
   void WalkOpen(uint64_t dir, const std::string& name, Response& resp, UniqueFd& donate);
+  // Walks names from dir one at a time, as Walk does, while the nodes are directories;
+  // then, with kWalkPathOpenLast, opens the last name as WalkOpen does (resp's WalkPath
+  // fields, see protocol.h).
+  void WalkPath(uint64_t dir, const std::vector<std::string>& names, uint32_t flags, Response& resp,
+                UniqueFd& donate);
+  // WalkOpen's open: the read-only Open a read-only open(2) of `node` makes next.
+  void OpenWalked(const Node& node, Response& resp, UniqueFd& donate);
   SysResult<UniqueFd> Open(uint64_t node, uint32_t flags);
   SysResult<std::string> Readlink(uint64_t node);
   SysResult<Attr> Stat(uint64_t node);

@@ -54,10 +54,33 @@ void FileServer::WalkOpen(uint64_t dir, const std::string& name, Response& resp,
     return;
   }
   resp.node = *node;
-  const uint32_t type = node->attr.mode & S_IFMT;
+  OpenWalked(resp.node, resp, donate);
+}
+
+void FileServer::WalkPath(uint64_t dir, const std::vector<std::string>& names, uint32_t flags,
+                          Response& resp, UniqueFd& donate) {
+  uint64_t at = dir;
+  for (const std::string& name : names) {
+    SysResult<Node> node = Walk(at, name);
+    if (!node.ok()) {
+      (resp.nodes.empty() ? resp.err : resp.stop_err) = node.error();
+      return;
+    }
+    resp.nodes.push_back(*node);
+    // A file ends the walk; so does a symlink, which only the sentry may resolve.
+    if ((node->attr.mode & S_IFMT) != S_IFDIR) break;
+    at = node->handle;
+  }
+  if ((flags & kWalkPathOpenLast) && resp.nodes.size() == names.size()) {
+    OpenWalked(resp.nodes.back(), resp, donate);
+  }
+}
+
+void FileServer::OpenWalked(const Node& node, Response& resp, UniqueFd& donate) {
+  const uint32_t type = node.attr.mode & S_IFMT;
   if (type != S_IFREG && type != S_IFDIR) return;
   // Exactly what the sentry's Open of this node would ask.
-  SysResult<UniqueFd> fd = Open(node->handle, type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  SysResult<UniqueFd> fd = Open(node.handle, type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY);
   if (!fd.ok()) {
     resp.open_err = fd.error();
     return;

@@ -160,6 +160,12 @@ std::string EncodeRequest(const Request& req) {
       e.U64(req.handle);
       e.Str(req.name);
       break;
+    case Op::kWalkPath:
+      e.U64(req.handle);
+      e.U32(req.flags);
+      e.U32(static_cast<uint32_t>(req.names.size()));
+      for (const std::string& n : req.names) e.Str(n);
+      break;
     case Op::kOpen:
       e.U64(req.handle);
       e.U32(req.flags);
@@ -246,6 +252,14 @@ SysResult<Request> DecodeRequest(std::string_view bytes) {
       req.handle = d.U64();
       req.name = d.Str();
       break;
+    case Op::kWalkPath: {
+      req.handle = d.U64();
+      req.flags = d.U32();
+      uint32_t count = d.U32();
+      if (!d.ok() || count == 0 || count > kMaxWalkPathNames) return Errno{EBADMSG};
+      for (uint32_t i = 0; i < count && d.ok(); ++i) req.names.push_back(d.Str());
+      break;
+    }
     case Op::kOpen:
       req.handle = d.U64();
       req.flags = d.U32();
@@ -338,6 +352,13 @@ std::string EncodeResponse(const Response& resp) {
       e.NodeFields(resp.node);
       e.U8(resp.has_fd);
       break;
+    case Op::kWalkPath:
+      e.U32(static_cast<uint32_t>(resp.nodes.size()));
+      for (const Node& n : resp.nodes) e.NodeFields(n);
+      e.U32(static_cast<uint32_t>(resp.stop_err));
+      e.U32(static_cast<uint32_t>(resp.open_err));
+      e.U8(resp.has_fd);
+      break;
     case Op::kReadlink:
       e.Str(resp.text);
       break;
@@ -405,6 +426,29 @@ SysResult<Response> DecodeResponse(std::string_view bytes) {
       resp.node = d.NodeFields();
       resp.has_fd = d.Bool();
       break;
+    case Op::kWalkPath: {
+      uint32_t count = d.U32();
+      if (!d.ok() || count == 0 || count > kMaxWalkPathNames) return Errno{EBADMSG};
+      for (uint32_t i = 0; i < count && d.ok(); ++i) {
+        resp.nodes.push_back(d.NodeFields());
+        // The walk goes on only through directories.
+        if (i + 1 < count && (resp.nodes.back().attr.mode & S_IFMT) != S_IFDIR) {
+          return Errno{EBADMSG};
+        }
+      }
+      resp.stop_err = static_cast<int32_t>(d.U32());
+      resp.open_err = static_cast<int32_t>(d.U32());
+      resp.has_fd = d.Bool();
+      const uint32_t last_type = resp.nodes.back().attr.mode & S_IFMT;
+      // An error stops the walk only after a directory; an FD only for a regular file
+      // that opened, and never with a stop.
+      if (resp.stop_err < 0 || resp.stop_err >= 4096 || resp.open_err < 0 ||
+          resp.open_err >= 4096 || (resp.stop_err != 0 && last_type != S_IFDIR) ||
+          (resp.has_fd && (resp.stop_err != 0 || resp.open_err != 0 || last_type != S_IFREG))) {
+        return Errno{EBADMSG};
+      }
+      break;
+    }
     case Op::kReadlink:
       resp.text = d.Str();
       break;

@@ -46,13 +46,19 @@ enum class Op : uint32_t {
   kReadDir = 13,
   kClose = 14,
   kWalkOpen = 15,
+  kWalkPath = 16,
 };
-inline constexpr uint32_t kMaxOp = 15;
+inline constexpr uint32_t kMaxOp = 16;
+
+// WalkPath: most names one request may walk, and its flag bits.
+inline constexpr size_t kMaxWalkPathNames = 16;
+inline constexpr uint32_t kWalkPathOpenLast = 1;
 
 // One request. Which fields are on the wire depends on op:
 //   Attach   name(tree)
 //   Walk     handle(dir) name
 //   WalkOpen handle(dir) name
+//   WalkPath handle(dir) flags u32 count name*count   (1 <= count <= kMaxWalkPathNames)
 //   Open     handle flags
 //   Create   handle(dir) name flags mode
 //   Mkdir    handle(dir) name mode
@@ -70,6 +76,7 @@ struct Request {
   Handle handle2 = 0;
   std::string name;
   std::string name2;
+  std::vector<std::string> names;  // WalkPath
   uint32_t flags = 0;
   uint32_t mode = 0;
   uint64_t cursor = 0;
@@ -84,6 +91,11 @@ struct Request {
 //            succeeded; only regular files and directories are opened)
 //   Readlink text                      Stat                     node.attr
 //   ReadDir  eof next_cursor u32 count {u64 ino, u8 type, name}*count
+//   WalkPath u32 count node*count stop_err open_err has_fd: the names walked in order,
+//            through directories only (a file or a symlink ends the walk); stop_err is
+//            the errno of the name after the last node, 0 if the walk ended otherwise;
+//            err is names[0]'s errno. open_err/has_fd as WalkOpen's, for the last name
+//            when every name was walked and the request had kWalkPathOpenLast.
 //   Unlink/Rename/SetAttr  (empty)
 //   Close    no response at all: the client does not wait for it. Messages on the
 //            SEQPACKET socket stay in order, so later responses still pair with their
@@ -97,7 +109,9 @@ struct Response {
   // Open/Create: whether a host FD travels with this message. Directories are opened
   // without donating an FD (see client.h).
   bool has_fd = false;
-  int32_t open_err = 0;  // WalkOpen
+  int32_t open_err = 0;     // WalkOpen, WalkPath
+  std::vector<Node> nodes;  // WalkPath
+  int32_t stop_err = 0;     // WalkPath
   std::string text;
   std::vector<DirEntry> entries;
   bool eof = true;

@@ -22,6 +22,7 @@ Request FullRequest(Op op) {
   r.handle2 = 43;
   r.name = "name";
   r.name2 = "other";
+  r.names = {"a", "bc"};
   r.flags = 0x80000001u;
   r.mode = 0644;
   r.cursor = 99;
@@ -153,6 +154,41 @@ TEST(ProtocolTest, ResponsesRoundTrip) {
   wo.has_fd = false;
   wo.open_err = -1;
   EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+
+  // WalkPath: nodes through directories, then a stop or the last name's open.
+  Response wp;
+  wp.tag = 12;
+  wp.op = Op::kWalkPath;
+  wp.nodes.resize(2);
+  wp.nodes[0].handle = 5;
+  wp.nodes[0].attr.mode = S_IFDIR | 0755;
+  wp.nodes[1].handle = 6;
+  wp.nodes[1].attr.mode = S_IFREG | 0644;
+  wp.has_fd = true;
+  SysResult<Response> wpd = DecodeResponse(EncodeResponse(wp));
+  ASSERT_TRUE(wpd.ok());
+  ASSERT_EQ(wpd->nodes.size(), 2u);
+  EXPECT_EQ(wpd->nodes[1].handle, 6u);
+  EXPECT_TRUE(wpd->has_fd);
+  EXPECT_EQ(EncodeResponse(*wpd), EncodeResponse(wp));
+  // A stop after a file, an FD with a stop, a walk through a file, no node at all, or
+  // more nodes than a request may name: a broken peer.
+  wp.has_fd = false;
+  wp.stop_err = ENOENT;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
+  wp.nodes[1].attr.mode = S_IFDIR | 0755;
+  ASSERT_TRUE(DecodeResponse(EncodeResponse(wp)).ok());
+  wp.has_fd = true;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
+  wp.has_fd = false;
+  wp.stop_err = 0;
+  wp.nodes[0].attr.mode = S_IFREG | 0644;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
+  wp.nodes.clear();
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
+  wp.nodes.resize(kMaxWalkPathNames + 1);
+  for (Node& n : wp.nodes) n.attr.mode = S_IFDIR | 0755;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
 
   Response err;
   err.tag = 9;

@@ -216,6 +216,61 @@ TEST_F(GoferEscapeTest, MasksHidePathsAndHardLinks) {
   EXPECT_TRUE(other_list->empty());
 }
 
+// A multi-component walk is one Walk after another: masks hide names on the way, a
+// symlink ends it as a node (never followed), and hostile WalkPath messages get errors.
+TEST_F(GoferEscapeTest, WalkPathKeepsMasksAndNeverFollowsSymlinks) {
+  Start(/*read_only=*/true);
+  auto masked = c().WalkPath(root_, {"etc", "shadow"}, /*open_last=*/true);
+  ASSERT_TRUE(masked.ok());
+  ASSERT_EQ(masked->nodes.size(), 1u);
+  EXPECT_EQ(masked->stop_err, ENOENT);
+  EXPECT_FALSE(masked->fd.valid());
+  auto key = c().WalkPath(root_, {"etc", "ssh", "ssh_host_rsa_key"}, true);
+  ASSERT_TRUE(key.ok());
+  EXPECT_EQ(key->nodes.size(), 2u);
+  EXPECT_EQ(key->stop_err, ENOENT);
+  auto inside = c().WalkPath(root_, {"etc", "sudoers.d", "rule"}, true);
+  ASSERT_TRUE(inside.ok());
+  EXPECT_EQ(inside->nodes.size(), 1u);
+  EXPECT_EQ(inside->stop_err, ENOENT);
+  auto hard = c().WalkPath(root_, {"other", "shadow_link"}, true);
+  ASSERT_TRUE(hard.ok());
+  EXPECT_EQ(hard->nodes.size(), 1u);
+  EXPECT_EQ(hard->stop_err, ENOENT);
+  for (const char* link : {"to_etc", "up"}) {
+    auto through = c().WalkPath(root_, {link, "passwd"}, true);
+    ASSERT_TRUE(through.ok()) << link;
+    ASSERT_EQ(through->nodes.size(), 1u) << link;
+    EXPECT_TRUE(S_ISLNK(through->nodes[0].attr.mode)) << link;
+    EXPECT_EQ(through->stop_err, 0) << link;
+    EXPECT_FALSE(through->fd.valid()) << link;
+  }
+  auto pw = c().WalkPath(root_, {"pw"}, true);
+  ASSERT_TRUE(pw.ok());
+  EXPECT_EQ(pw->nodes[0].link_target, "/etc/passwd");
+  EXPECT_FALSE(pw->fd.valid());
+
+  // Hand-made requests: no names, too many, a bad name on the way.
+  Request walk;
+  walk.tag = 9;
+  walk.op = Op::kWalkPath;
+  walk.handle = root_;
+  EXPECT_EQ(Raw(EncodeRequest(walk)).err, EINVAL);
+  walk.names.assign(kMaxWalkPathNames + 1, "etc");
+  EXPECT_EQ(Raw(EncodeRequest(walk)).err, EINVAL);
+  walk.names = {"..", "etc"};
+  EXPECT_EQ(Raw(EncodeRequest(walk)).err, EINVAL);
+  walk.names = {"etc", "..", "etc"};
+  Response r = Raw(EncodeRequest(walk));
+  EXPECT_EQ(r.err, 0);
+  EXPECT_EQ(r.nodes.size(), 1u);
+  EXPECT_EQ(r.stop_err, EINVAL);
+  walk.names = {"etc", "a/b"};
+  EXPECT_EQ(Raw(EncodeRequest(walk)).stop_err, EINVAL);
+  EXPECT_TRUE(c().Walk(root_, "etc").ok());
+  EXPECT_TRUE(harness_->Stop().ok());
+}
+
 TEST_F(GoferEscapeTest, MasksHoldAgainstMutationsOnRwTree) {
   Start(/*read_only=*/false);
   Handle etc = WalkOk(root_, "etc");

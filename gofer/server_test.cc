@@ -230,6 +230,73 @@ TEST_F(GoferServerTest, WalkOpenAnswersTheReadOnlyOpenToo) {
   EXPECT_EQ(c().WalkOpen(file->node.handle, "x").error(), ENOTDIR);
 }
 
+// WalkPath: a path of directories in one round trip, ending at the end, at a file, at
+// a symlink, or at the first name that fails; with open_last, the last name's open.
+TEST_F(GoferServerTest, WalkPathWalksSeveralComponentsInOneRoundTrip) {
+  rw_.Mkdir("sub/deep");
+  rw_.WriteFile("sub/deep/f", "deep");
+  ASSERT_EQ(symlink("deep", rw_.Join("sub/l").c_str()), 0);
+  Handle mount = AttachOk("mount0");
+  uint64_t before = c().round_trips();
+  auto all = c().WalkPath(mount, {"sub", "deep", "f"}, /*open_last=*/true);
+  ASSERT_TRUE(all.ok()) << all.error();
+  EXPECT_EQ(c().round_trips(), before + 1);
+  ASSERT_EQ(all->nodes.size(), 3u);
+  EXPECT_TRUE(S_ISDIR(all->nodes[0].attr.mode));
+  EXPECT_TRUE(S_ISDIR(all->nodes[1].attr.mode));
+  EXPECT_TRUE(S_ISREG(all->nodes[2].attr.mode));
+  EXPECT_EQ(all->nodes[2].attr.ino, HostStat(rw_.Join("sub/deep/f")).st_ino);
+  EXPECT_EQ(all->stop_err, 0);
+  EXPECT_EQ(all->open_err, 0);
+  ASSERT_TRUE(all->fd.valid());
+  EXPECT_EQ(ReadAll(all->fd.get()), "deep");
+  EXPECT_EQ(write(all->fd.get(), "x", 1), -1);  // a read-only open, even in a rw tree
+  // Every node is a handle of its own.
+  EXPECT_TRUE(c().Walk(all->nodes[1].handle, "f").ok());
+
+  auto no_open = c().WalkPath(mount, {"sub", "deep", "f"}, false);
+  ASSERT_TRUE(no_open.ok());
+  EXPECT_EQ(no_open->nodes.size(), 3u);
+  EXPECT_FALSE(no_open->fd.valid());
+  auto dir = c().WalkPath(mount, {"sub", "deep"}, true);
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(dir->nodes.size(), 2u);
+  EXPECT_EQ(dir->open_err, 0);
+  EXPECT_FALSE(dir->fd.valid());  // directories are never donated
+
+  auto link = c().WalkPath(mount, {"sub", "l", "f"}, true);
+  ASSERT_TRUE(link.ok());
+  ASSERT_EQ(link->nodes.size(), 2u);
+  EXPECT_EQ(link->nodes[1].link_target, "deep");
+  EXPECT_EQ(link->stop_err, 0);
+  EXPECT_FALSE(link->fd.valid());
+  auto file = c().WalkPath(mount, {"existing", "x"}, true);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->nodes.size(), 1u);
+  EXPECT_EQ(file->stop_err, 0);
+  EXPECT_FALSE(file->fd.valid());  // the walk did not reach the last name
+  auto miss = c().WalkPath(mount, {"sub", "missing", "f"}, true);
+  ASSERT_TRUE(miss.ok());
+  EXPECT_EQ(miss->nodes.size(), 1u);
+  EXPECT_EQ(miss->stop_err, ENOENT);
+
+  EXPECT_EQ(c().WalkPath(mount, {"missing", "f"}, true).error(), ENOENT);
+  EXPECT_EQ(c().WalkPath(mount, {}, true).error(), EINVAL);
+  EXPECT_EQ(c().WalkPath(mount, {"sub", ".."}, true).error(), EINVAL);
+  std::vector<std::string_view> many(Client::kMaxWalkNames + 1, "sub");
+  EXPECT_EQ(c().WalkPath(mount, many, false).error(), EINVAL);
+  many.resize(Client::kMaxWalkNames);
+  auto longest = c().WalkPath(mount, many, false);  // sub, then "sub" is not in sub
+  ASSERT_TRUE(longest.ok());
+  EXPECT_EQ(longest->stop_err, ENOENT);
+  // Read-only trees open the last name too.
+  Handle root = AttachOk("root");
+  auto ro = c().WalkPath(root, {"dir", "inner"}, true);
+  ASSERT_TRUE(ro.ok());
+  ASSERT_TRUE(ro->fd.valid());
+  EXPECT_EQ(ReadAll(ro->fd.get()), "in");
+}
+
 TEST_F(GoferServerTest, CreateWritesHostFileWithExactMode) {
   Handle mount = AttachOk("mount0");
   mode_t old_umask = umask(077);  // the gofer's umask must not change the mode

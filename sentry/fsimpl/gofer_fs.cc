@@ -152,6 +152,7 @@ SysResult<std::shared_ptr<Inode>> GoferInode::LookupForOpen(std::string_view nam
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool open) {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
+  if (std::shared_ptr<Inode> walked = TakeWalked(name)) return walked;
   if (KnownAbsent(name)) return Errno{ENOENT};
   gofer::Client::WalkOpened w;
   if (open) {
@@ -164,13 +165,55 @@ SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool o
     w.node = std::move(r).value();
   }
   auto child = std::make_shared<GoferInode>(fs_, std::move(w.node));
-  // What Open would ask in this read-only tree, answered already. A refusal is not
-  // kept: Open asks again and gets it then.
-  if (open && w.open_err == 0) {
-    if (child->FileType() == S_IFDIR) child->dir_open_checked_ = true;
-    if (w.fd.valid()) child->read_fd_ = std::make_shared<UniqueFd>(std::move(w.fd));
-  }
+  if (open) child->KeepOpened(w.open_err, std::move(w.fd));
   return std::shared_ptr<Inode>(std::move(child));
+}
+
+void GoferInode::KeepOpened(int open_err, UniqueFd fd) {
+  if (open_err != 0) return;
+  if (FileType() == S_IFDIR) dir_open_checked_ = true;
+  if (fd.valid()) read_fd_ = std::make_shared<UniqueFd>(std::move(fd));
+}
+
+std::shared_ptr<GoferInode> GoferInode::TakeWalked(std::string_view name) {
+  if (!walked_ || name != walked_name_) return nullptr;
+  return std::move(walked_);
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
+                                                          const vfs::WalkAhead& ahead) {
+  if (!fs_->cache_metadata()) return Find(name, /*open=*/false);
+  if (FileType() != S_IFDIR) return Errno{ENOTDIR};
+  if (std::shared_ptr<Inode> walked = TakeWalked(name)) return walked;
+  if (KnownAbsent(name)) return Errno{ENOENT};
+  // The names the gofer can walk: up to a "." or ".." (the VFS resolves those) or the
+  // request's limit.
+  std::vector<std::string_view> names{name};
+  for (std::string_view n : ahead.names) {
+    if (names.size() == gofer::Client::kMaxWalkNames || n == "." || n == "..") break;
+    names.push_back(n);
+  }
+  if (names.size() == 1) return Find(name, /*open=*/false);
+  const bool to_end = names.size() == ahead.names.size() + 1;
+  const bool open_last =
+      to_end && ahead.last_open_flags >= 0 && vfs::ReadOnlyOpen(ahead.last_open_flags);
+  SysResult<gofer::Client::WalkedPath> r = fs_->client().WalkPath(handle_, names, open_last);
+  if (!r.ok()) return Missed(name, r.error());
+  // Each node but the first waits on its parent (fresh, so nothing waits there yet).
+  auto first = std::make_shared<GoferInode>(fs_, std::move(r->nodes[0]));
+  GoferInode* at = first.get();
+  for (size_t i = 1; i < r->nodes.size(); ++i) {
+    at->walked_name_ = std::string(names[i]);
+    at->walked_ = std::make_shared<GoferInode>(fs_, std::move(r->nodes[i]));
+    at = at->walked_.get();
+  }
+  const size_t walked = r->nodes.size();
+  if (walked < names.size() && r->stop_err != 0) {
+    (void)at->Missed(names[walked], r->stop_err);
+  } else if (walked == names.size() && open_last) {
+    at->KeepOpened(r->open_err, std::move(r->fd));
+  }
+  return std::shared_ptr<Inode>(std::move(first));
 }
 
 bool GoferInode::KnownAbsent(std::string_view name) const {

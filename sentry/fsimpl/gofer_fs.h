@@ -103,6 +103,12 @@ class GoferInode : public vfs::Inode {
   // In a read-only tree, a read-only open's lookup also makes the gofer Open (one round
   // trip, not two): the FD or the permission rides on the new inode for Open to use.
   SysResult<std::shared_ptr<vfs::Inode>> LookupForOpen(std::string_view name, int flags) override;
+  // In the root's lower layer (cache_metadata), one WalkPath resolves the components
+  // ahead too: each is kept on its parent for the lookup that follows, with a miss as an
+  // absent name and a read-only open's FD as LookupForOpen would get it. A path of new
+  // directories costs one round trip, not one per component.
+  SysResult<std::shared_ptr<vfs::Inode>> LookupAhead(std::string_view name,
+                                                     const vfs::WalkAhead& ahead) override;
   SysResult<std::shared_ptr<vfs::Inode>> Create(std::string_view name, uint32_t mode, uint32_t uid,
                                                 uint32_t gid) override;
   SysResult<std::shared_ptr<vfs::Inode>> Mkdir(std::string_view name, uint32_t mode, uint32_t uid,
@@ -124,6 +130,9 @@ class GoferInode : public vfs::Inode {
   SysResult<std::shared_ptr<vfs::Inode>> Wrap(gofer::Node node);
   // Lookup and LookupForOpen: Walk, or (`open`) WalkOpen.
   SysResult<std::shared_ptr<vfs::Inode>> Find(std::string_view name, bool open);
+  // What a read-only open's lookup learnt (Find, LookupAhead): the FD, or that the
+  // directory may be opened. A refusal is not kept: Open asks again and gets it then.
+  void KeepOpened(int open_err, UniqueFd fd);
   // A name this directory is known not to hold (cache_metadata trees).
   bool KnownAbsent(std::string_view name) const;
   // A lookup of `name` failed with `err`: remembers an absent name; returns err.
@@ -146,6 +155,13 @@ class GoferInode : public vfs::Inode {
   void KeepNames(const std::vector<gofer::DirEntry>& entries);
   std::optional<std::set<std::string, std::less<>>> names_;
   int misses_ = 0;
+  // The child a LookupAhead resolved before the VFS stepped into it, handed out (and
+  // dropped from here) by the lookup that reaches it. Only an inode that LookupAhead
+  // made holds one, so a walk that stops early (a search permission missing on the way)
+  // leaves at most its own chain behind.
+  std::string walked_name_;
+  std::shared_ptr<GoferInode> walked_;
+  std::shared_ptr<GoferInode> TakeWalked(std::string_view name);
 };
 
 // A regular file opened through the gofer: I/O on the donated host FD.

@@ -199,8 +199,8 @@ TEST_F(SandboxVfsTest, ReadOnlyOpensTakeOneRoundTrip) {
   EXPECT_EQ(gc.round_trips(), n + 1);
   EXPECT_EQ(Read("/etc/passwd"), "root:x:0:0");
   EXPECT_EQ(gc.round_trips(), n + 1);
-  EXPECT_EQ(Read("/etc/sub/f"), "sub");  // the directory on the way is a plain walk
-  EXPECT_EQ(gc.round_trips(), n + 3);
+  EXPECT_EQ(Read("/etc/sub/f"), "sub");  // the directory on the way is walked with it
+  EXPECT_EQ(gc.round_trips(), n + 2);
   n = gc.round_trips();
   EXPECT_EQ(List("/bin"), (std::vector<std::string>{".", "..", "tool"}));
   EXPECT_EQ(gc.round_trips(), n + 2);  // WalkOpen, then ReadDir
@@ -214,6 +214,57 @@ TEST_F(SandboxVfsTest, ReadOnlyOpensTakeOneRoundTrip) {
   EXPECT_EQ(root_.ReadFile("etc/sub/f"), "sub");
   EXPECT_EQ(Read("/work/rw/data.txt"), "hello");
   EXPECT_EQ(Read("/mnt/ro/ro.txt"), "ro");
+}
+
+// In the root's lower layer a walk through directories not looked up before is one
+// round trip (LookupAhead): to a file it opens, to a miss, through a symlink. The VFS
+// still checks each step: what the gofer walked ahead for a caller who may not search a
+// directory on the way stays hidden from them.
+TEST_F(SandboxVfsTest, NewDirectoriesOnAPathTakeOneRoundTrip) {
+  ASSERT_TRUE(vfs_);
+  // (Under /etc: the fixture made the root's names known, and "usr" is not among them.)
+  root_.Mkdir("etc/lib");
+  root_.Mkdir("etc/lib/py");
+  root_.Mkdir("etc/lib/py/enc");
+  root_.WriteFile("etc/lib/py/enc/mod.py", "m");
+  root_.Mkdir("etc/share");
+  ASSERT_EQ(symlink("py", root_.Join("etc/lib/link").c_str()), 0);
+  root_.Mkdir("etc/lib/closed");
+  ASSERT_EQ(chmod(root_.Join("etc/lib/closed").c_str(), 0700), 0);
+  root_.WriteFile("etc/lib/closed/f", "secret");
+  gofer::Client& gc = harness_->client();
+  uint64_t n = gc.round_trips();
+  EXPECT_EQ(Read("/etc/lib/py/enc/mod.py"), "m");
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  n = gc.round_trips();
+  EXPECT_EQ(vfs_->Resolve(Ctx(), "/etc/share/missing", true).error(), ENOENT);
+  EXPECT_EQ(gc.round_trips(), n + 1);  // "share", and its miss, in one
+  EXPECT_EQ(vfs_->Resolve(Ctx(), "/etc/share/missing", true).error(), ENOENT);
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  EXPECT_EQ(vfs_->Resolve(Ctx(), "/etc/lib/py/nothere/x", true).error(), ENOENT);
+  EXPECT_EQ(vfs_->Resolve(Ctx(), "/etc/lib/py/enc/mod.py/x", true).error(), ENOTDIR);
+  n = gc.round_trips();
+  EXPECT_EQ(Read("/etc/lib/link/enc/mod.py"), "m");  // the walk stops at the link
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  EXPECT_EQ(Read("/etc/lib/py/../py/./enc/mod.py"), "m");
+
+  Credentials user;
+  user.ruid = user.euid = user.suid = user.fsuid = 1000;
+  user.rgid = user.egid = user.sgid = user.fsgid = 1000;
+  const vfs::ResolveContext as_user{&user, vfs_->root(), vfs_->root(), 022};
+  n = gc.round_trips();
+  EXPECT_EQ(vfs_->Open(as_user, "/etc/lib/closed/f", O_RDONLY, 0).error(), EACCES);
+  EXPECT_EQ(vfs_->Resolve(as_user, "/etc/lib/closed/f", true).error(), EACCES);
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  // What was walked ahead serves the next caller who may search there.
+  EXPECT_EQ(Read("/etc/lib/closed/f"), "secret");
+  EXPECT_EQ(gc.round_trips(), n + 1);
+  // Mount trees (not cached) still walk one component at a time.
+  rw_.Mkdir("a");
+  rw_.WriteFile("a/b", "ab");
+  n = gc.round_trips();
+  EXPECT_EQ(Read("/work/rw/a/b"), "ab");
+  EXPECT_EQ(gc.round_trips(), n + 4);  // Walk a, Walk b, Stat b (live), Open b
 }
 
 // execve's open (the binary, then its interpreter) of a file not looked up before is one

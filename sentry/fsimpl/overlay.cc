@@ -234,8 +234,14 @@ SysResult<std::shared_ptr<Inode>> OverlayInode::LookupForOpen(std::string_view n
   return std::shared_ptr<Inode>(std::move(c));
 }
 
-SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view name,
-                                                             int open_flags) {
+SysResult<std::shared_ptr<Inode>> OverlayInode::LookupAhead(std::string_view name,
+                                                            const vfs::WalkAhead& ahead) {
+  ASSIGN_OR_RETURN_ERRNO(auto c, Child(name, -1, &ahead));
+  return std::shared_ptr<Inode>(std::move(c));
+}
+
+SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view name, int open_flags,
+                                                             const vfs::WalkAhead* ahead) {
   if (type_ != S_IFDIR) return Errno{ENOTDIR};
   auto it = children_.find(name);
   if (it != children_.end()) {
@@ -255,7 +261,11 @@ SysResult<std::shared_ptr<OverlayInode>> OverlayInode::Child(std::string_view na
   if (lower_ && (!up || (up->IsDir() && !IsOpaque(*up)))) {
     // Only a read-only open reaches the lower file as it is (a write copies it up).
     const bool read_open = open_flags >= 0 && vfs::ReadOnlyOpen(open_flags);
-    auto r = !up && read_open ? lower_->LookupForOpen(name, open_flags) : lower_->Lookup(name);
+    // What the lower layer walks ahead serves only the steps that reach it: each later
+    // step asks the upper layer first.
+    auto r = !up && read_open ? lower_->LookupForOpen(name, open_flags)
+             : ahead          ? lower_->LookupAhead(name, *ahead)
+                              : lower_->Lookup(name);
     if (r.ok()) {
       if (!up || (*r)->IsDir()) low = std::move(r).value();
     } else if (r.error() != ENOENT) {

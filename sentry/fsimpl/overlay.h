@@ -55,6 +55,9 @@ class OverlayInode : public vfs::Inode {
 
   SysResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view name) override;
   SysResult<std::shared_ptr<vfs::Inode>> LookupForOpen(std::string_view name, int flags) override;
+  // The lower layer may look ahead (the upper one is in memory).
+  SysResult<std::shared_ptr<vfs::Inode>> LookupAhead(std::string_view name,
+                                                     const vfs::WalkAhead& ahead) override;
   SysResult<std::shared_ptr<vfs::Inode>> Create(std::string_view name, uint32_t mode, uint32_t uid,
                                                 uint32_t gid) override;
   SysResult<std::shared_ptr<vfs::Inode>> Mkdir(std::string_view name, uint32_t mode, uint32_t uid,
@@ -87,7 +90,9 @@ class OverlayInode : public vfs::Inode {
   vfs::Inode& Current() const { return upper_ ? *upper_ : *lower_; }
   // Child object for `name` (cached), or ENOENT.
   // `open_flags` >= 0: the child is about to be opened so (Inode::LookupForOpen).
-  SysResult<std::shared_ptr<OverlayInode>> Child(std::string_view name, int open_flags = -1);
+  // `ahead`: the walk goes on through the child (Inode::LookupAhead).
+  SysResult<std::shared_ptr<OverlayInode>> Child(std::string_view name, int open_flags = -1,
+                                                 const vfs::WalkAhead* ahead = nullptr);
   // Drops a name from the cache, marking the object unlinked.
   void ForgetChild(std::string_view name);
   // Removes a whiteout at `name` in the upper dir if there is one; true if it did.

@@ -60,6 +60,9 @@ SysResult<std::shared_ptr<Inode>> Inode::Lookup(std::string_view) { return Errno
 SysResult<std::shared_ptr<Inode>> Inode::LookupForOpen(std::string_view name, int) {
   return Lookup(name);
 }
+SysResult<std::shared_ptr<Inode>> Inode::LookupAhead(std::string_view name, const WalkAhead&) {
+  return Lookup(name);
+}
 SysResult<std::shared_ptr<Inode>> Inode::Create(std::string_view, uint32_t, uint32_t, uint32_t) {
   return Errno{IsDir() ? EPERM : ENOTDIR};
 }

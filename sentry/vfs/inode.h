@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,15 @@ struct DirEntry {
 
 // Current wall-clock time for timestamps.
 struct timespec NowTimespec();
+
+// Where a path walk goes after the name it is looking up (Inode::LookupAhead): the
+// components still to walk, in order, and the open(2) flags LookupForOpen would get for
+// the path's last one (-1: the walk does not end in an open, or `names` stop short of
+// the end).
+struct WalkAhead {
+  std::span<const std::string_view> names;
+  int last_open_flags = -1;
+};
 // DT_* for an S_IFMT mode.
 uint8_t DirentTypeOf(uint32_t mode);
 
@@ -125,6 +135,12 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // to another process may do both in one (gofer fs; for ReadOnlyOpen flags). Default:
   // Lookup.
   virtual SysResult<std::shared_ptr<Inode>> LookupForOpen(std::string_view name, int flags);
+  // Lookup of a component in the middle of a path, with the rest of the path: a
+  // filesystem whose lookups are round trips to another process may resolve the
+  // components ahead in the same trip and keep them for the lookups that follow (gofer
+  // fs). The VFS still checks every step as it takes it. Default: Lookup.
+  virtual SysResult<std::shared_ptr<Inode>> LookupAhead(std::string_view name,
+                                                        const WalkAhead& ahead);
   // Creates a regular file (EEXIST if the name exists).
   virtual SysResult<std::shared_ptr<Inode>> Create(std::string_view name, uint32_t mode,
                                                    uint32_t uid, uint32_t gid);

@@ -79,7 +79,7 @@ Path Vfs::CrossMounts(Path p) const {
 }
 
 SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::string_view name,
-                          bool last) {
+                          bool last, const WalkAhead* ahead) {
   Inode* di = dir.inode();
   if (!di->IsDir()) return Errno{ENOTDIR};
   ASSIGN_OR_RETURN_ERRNO(Attr da, di->Stat());
@@ -106,9 +106,10 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
   const bool cached = di->CachesChildren();
   std::shared_ptr<Dentry> child = cached ? dir.dentry->CachedChild(n) : nullptr;
   if (!child) {
-    ASSIGN_OR_RETURN_ERRNO(
-        std::shared_ptr<Inode> inode,
-        last && ctx.open_flags >= 0 ? di->LookupForOpen(name, ctx.open_flags) : di->Lookup(name));
+    ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<Inode> inode,
+                           last && ctx.open_flags >= 0 ? di->LookupForOpen(name, ctx.open_flags)
+                           : ahead && !ahead->names.empty() ? di->LookupAhead(name, *ahead)
+                                                            : di->Lookup(name));
     child = dir.dentry->ChildFor(n, std::move(inode));
     if (cached) KeepRecent(*dir.mount, child);
   }
@@ -160,7 +161,10 @@ SysResult<Path> Vfs::WalkComponents(const ResolveContext& ctx, Path cur, std::st
   }
   for (size_t i = 0; i < n; ++i) {
     bool is_last = i + 1 == n && !last;
-    ASSIGN_OR_RETURN_ERRNO(Path next, Step(ctx, cur, comps[i], is_last));
+    // The rest of the walk, for a filesystem that can look ahead (Inode::LookupAhead).
+    WalkAhead ahead{std::span<const std::string_view>(comps).subspan(i + 1, n - i - 1),
+                    last ? -1 : ctx.open_flags};
+    ASSIGN_OR_RETURN_ERRNO(Path next, Step(ctx, cur, comps[i], is_last, &ahead));
     if (next.inode()->IsSymlink() && (!is_last || follow_last || slash)) {
       // Where a symlink stands for a directory on the way, its target's last component
       // is not what open(2) opens.

@@ -94,8 +94,10 @@ class Vfs {
   // One step from a directory: handles ".", "..", mounts; checks search permission on
   // `dir`. Does not follow a symlink result.
   // `last`: name is the path's last component (see ResolveContext::open_flags).
+  // `ahead`: where the walk goes next, for a lookup that is not the last
+  // (Inode::LookupAhead).
   SysResult<Path> Step(const ResolveContext& ctx, const Path& dir, std::string_view name,
-                       bool last = false);
+                       bool last = false, const WalkAhead* ahead = nullptr);
 
   // --- operations (mode arguments are before umask; the VFS applies ctx.umask) ---
   SysResult<std::shared_ptr<FileDescription>> Open(const ResolveContext& ctx, std::string_view path,
