@@ -160,8 +160,8 @@ int ServeNetgate(const policy::NetPolicy& net, const std::string& run_id, Unique
 // In the sentry child: start-up work that needs no decision yet, on threads started
 // before the child waits for its id maps (SandboxOptions::sentry_early): the stub code
 // and the seccomp program (CPU), joined before the sentry confines itself, and Abseil's
-// clock calibration (mostly sleeping), joined just before the app starts
-// (SentryConfig::before_app).
+// clock calibration (mostly sleeping), which filters itself and is only waited for until
+// it has (SentryConfig::before_app).
 std::vector<std::thread>& SentryEarlyThreads() {
   static auto* threads = new std::vector<std::thread>;
   return *threads;

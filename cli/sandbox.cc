@@ -238,10 +238,10 @@ int SentryChild(void* raw) {
     // host nobody, and host root's supplementary groups must go first. Raw syscalls, for
     // this thread only: glibc's wrappers stop every thread with a signal to change its
     // credentials too, and the early threads were each woken from their work three times
-    // (0.3-0.8 ms of every start). Those threads run fixed code and are joined before the
-    // app's first byte is read (the calibration thread, already outside the sentry's
-    // filter for the same reason) or before confinement (the prewarm thread); every
-    // thread started from here on inherits the new credentials.
+    // (0.3-0.8 ms of every start). Those threads run fixed code: the prewarm thread is
+    // joined before confinement, and the calibration thread filters itself (it may only
+    // read files, and once the sentry has pivoted to its empty root there are none).
+    // Every thread started from here on inherits the new credentials.
     if (args->root_to_nobody && syscall(SYS_setgroups, 0, nullptr) != 0) {
       ChildFail("sentry: setgroups(0)");
     }

@@ -2,6 +2,7 @@
 #include "sentry/confine/confine.h"
 
 #include <execinfo.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -18,13 +19,16 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/base/internal/sysinfo.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "sentry/confine/seccomp_policy.h"
 
@@ -35,9 +39,15 @@ std::string ErrnoText(const std::string& call, int err = errno) {
   return absl::StrCat(call, ": ", strerrorname_np(err) ? strerrorname_np(err) : "?");
 }
 
-// The thread StartCalibration started and FinishCalibration has not joined yet.
+// The thread StartCalibration started and FinishCalibration has not settled yet, and
+// what the thread says once it tried to filter itself.
+struct CalibrationState {
+  absl::Notification settled;
+  bool filtered = false;  // written before `settled` is notified
+};
 absl::Mutex g_calibration_mu;
 std::optional<std::thread> g_calibration ABSL_GUARDED_BY(g_calibration_mu);
+std::shared_ptr<CalibrationState> g_calibration_state ABSL_GUARDED_BY(g_calibration_mu);
 
 bool Calibrating() {
   absl::MutexLock lock(&g_calibration_mu);
@@ -343,16 +353,58 @@ void StartCalibration() {
   mallopt(M_ARENA_MAX, 1);
   absl::MutexLock lock(&g_calibration_mu);
   if (g_calibration) return;
-  g_calibration.emplace([] { (void)absl::base_internal::NominalCPUFrequency(); });
+  auto state = std::make_shared<CalibrationState>();
+  g_calibration_state = state;
+  g_calibration.emplace([state] {
+    state->filtered = ConfineCalibrationThread().ok();
+    state->settled.Notify();
+    (void)absl::base_internal::NominalCPUFrequency();
+  });
 }
 
 void FinishCalibration() {
   std::optional<std::thread> t;
+  std::shared_ptr<CalibrationState> state;
   {
     absl::MutexLock lock(&g_calibration_mu);
     t.swap(g_calibration);
+    state.swap(g_calibration_state);
   }
-  if (t) t->join();
+  if (!t) return;
+  state->settled.WaitForNotification();
+  if (state->filtered) {
+    t->detach();  // it holds `state`; the process's exit ends it if it still sleeps
+  } else {
+    t->join();  // unfiltered: it may not run while app input is read
+  }
+}
+
+absl::Status ConfineCalibrationThread() {
+  // What Abseil's NominalCPUFrequency does (open/read/close of a /sys file, then
+  // clock_gettime around nanosleeps) and what a glibc thread needs to block on a lock
+  // and to exit. EPERM rather than a kill for the rest: this thread does nothing else.
+  ScmpFilter filter(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  // Read-only opens only: nothing created, truncated or written.
+  constexpr int kTmpfileBit = 020000000;  // O_TMPFILE less the O_DIRECTORY it includes
+  constexpr int kWriteFlags = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | kTmpfileBit;
+  rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                        SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
+  if (rc < 0) return ErrnoStatus("seccomp_rule_add(calibration, openat)", -rc);
+  for (int nr :
+       {SCMP_SYS(read), SCMP_SYS(close), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
+        SCMP_SYS(clock_gettime), SCMP_SYS(futex), SCMP_SYS(sched_yield), SCMP_SYS(rt_sigprocmask),
+        SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(madvise), SCMP_SYS(exit)}) {
+    rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
+    if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(calibration, nr=", nr, ")"), -rc);
+  }
+  // seccomp_load sets no_new_privs for this thread first; without TSYNC the filter is
+  // this thread's alone.
+  rc = seccomp_load(filter.get());
+  if (rc < 0) return ErrnoStatus("seccomp_load(calibration)", -rc);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {

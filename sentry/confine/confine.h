@@ -48,7 +48,8 @@ struct ConfineReport {
 };
 
 // Confines the calling process, which must be single-threaded but for StartCalibration's
-// thread (seccomp is installed with TSYNC when that thread is not running).
+// thread (seccomp is installed with TSYNC when that thread is not running: it has a
+// filter of its own).
 // Irreversible. Layers the host does not permit (no mount namespace, no CAP_SETPCAP) are
 // skipped and reported; a failure that leaves the process in an unknown state
 // (no_new_privs, installing the filter) is an error and the caller must exit.
@@ -84,14 +85,21 @@ void PrebuildFilter();
 
 // Starts Abseil's CPU-frequency calibration on a thread of its own: absl::Mutex needs
 // the frequency the first time a thread queues on it, and finding it reads /sys (which
-// the filter forbids) and, on a VM without tsc_freq_khz, then measures the TSC by
-// sleeping ~3.5 ms. Until FinishCalibration joins it, the thread runs outside the
-// seccomp filter (ConfineSentry filters the caller only, and later threads inherit it),
-// so the sentry need not wait for it before confining itself. It runs Abseil's code and
-// nothing else; call FinishCalibration before any app code runs.
+// the sentry's filter forbids) and, on a VM without tsc_freq_khz, then measures the TSC
+// by sleeping 3-7 ms. The thread first confines itself with a filter of its own
+// (ConfineCalibrationThread): it can then only read files, sleep and exit, so the
+// sentry waits for it neither before confining itself (ConfineSentry filters the
+// caller only, and later threads inherit that) nor before the app runs.
 void StartCalibration();
-// Joins StartCalibration's thread (waiting for the calibration); idempotent.
+// Before any app input is read: waits until StartCalibration's thread has filtered
+// itself (it does so first thing), and joins it if that failed; a filtered thread is
+// left to finish by itself. Idempotent.
 void FinishCalibration();
+// The calibration thread's filter, for the calling thread only: openat read-only, read,
+// close, sleeping, clock reads, futex, signal masks and exit are allowed, anything else
+// fails with EPERM. Once the sentry has pivoted to its empty root (ConfineSentry), a
+// read-only openat reaches no host file.
+absl::Status ConfineCalibrationThread();
 
 }  // namespace usentry::sentry::confine
 

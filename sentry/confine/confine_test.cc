@@ -160,6 +160,44 @@ TEST(ConfineTest, CalibrationRunsThroughConfinementAndLaterThreadsAreFiltered) {
   ExpectKilledBySigsys(killed);
 }
 
+// The calibration thread's own filter: it may read files, sleep and exit; anything
+// else fails with EPERM, on that thread only.
+TEST(ConfineTest, CalibrationThreadFiltersItself) {
+  int status = RunInChild([] {
+    int result = 0;
+    std::thread([&result] {
+      if (!ConfineCalibrationThread().ok()) {
+        result = 2;
+        return;
+      }
+      char c;
+      int fd = open("/proc/self/status", O_RDONLY);
+      if (fd < 0 || read(fd, &c, 1) != 1 || close(fd) != 0) result = 3;
+      timespec ts{0, 1000};
+      if (nanosleep(&ts, nullptr) != 0) result = 4;
+      errno = 0;
+      if (open("/dev/null", O_RDWR) != -1 || errno != EPERM) result = 5;
+      errno = 0;
+      if (open("/proc/self/status", O_RDONLY | O_APPEND) != -1 || errno != EPERM) result = 6;
+      errno = 0;
+      if (socket(AF_UNIX, SOCK_STREAM, 0) != -1 || errno != EPERM) result = 7;
+      errno = 0;
+      if (syscall(SYS_getppid) != -1 || errno != EPERM) result = 8;
+    }).join();
+    if (result != 0) return result;
+    // The other threads are not filtered.
+    int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (sock < 0) return 9;
+    close(sock);
+    int fd = open("/dev/null", O_RDWR);
+    if (fd < 0) return 10;
+    close(fd);
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(ConfineTest, RootIsEmptyAfterPivot) {
   int status = RunInChild([] {
     ConfineOptions options;
