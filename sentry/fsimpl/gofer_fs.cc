@@ -234,7 +234,12 @@ Errno GoferInode::Missed(std::string_view name, int err) {
 void GoferInode::KeepNames(const std::vector<gofer::DirEntry>& entries) {
   if (!fs_->cache_metadata() || entries.size() > kMaxListedNames) return;
   names_.emplace();
-  for (const gofer::DirEntry& e : entries) names_->insert(e.name);
+  listing_.emplace();
+  listing_->reserve(entries.size());
+  for (const gofer::DirEntry& e : entries) {
+    names_->insert(e.name);
+    listing_->push_back(vfs::DirEntry{e.name, e.ino, e.type});
+  }
   absent_.clear();  // names_ answers these now
 }
 
@@ -292,8 +297,10 @@ SysStatus GoferInode::Rename(std::string_view old_name, Inode& new_dir, std::str
 
 SysResult<std::vector<vfs::DirEntry>> GoferInode::ReadDir() {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
+  if (listing_) return *listing_;
   ASSIGN_OR_RETURN_ERRNO(auto entries, fs_->client().ReadDir(handle_));
   KeepNames(entries);
+  if (listing_) return *listing_;
   std::vector<vfs::DirEntry> out;
   out.reserve(entries.size());
   for (auto& e : entries) out.push_back(vfs::DirEntry{std::move(e.name), e.ino, e.type});

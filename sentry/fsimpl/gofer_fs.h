@@ -14,7 +14,8 @@
 // - in a tree the gofer serves read-only, reading descriptions of a file share one host
 //   FD (the data stays live: they pread it);
 // - in the root's lower layer, which the gofer serves read-only and the sandbox uses
-//   exclusively, attributes and absent names are cached for the run too. Like gVisor's
+//   exclusively, attributes, absent names and directory listings are cached for the
+//   run too. Like gVisor's
 //   exclusive file access for the root (and shared access for mounts), host-side
 //   changes there are not noticed during a run; --mount trees, read-only or not, see
 //   them (an agent may watch a log the host appends to).
@@ -154,6 +155,9 @@ class GoferInode : public vfs::Inode {
   SysStatus ListNames();
   void KeepNames(const std::vector<gofer::DirEntry>& entries);
   std::optional<std::set<std::string, std::less<>>> names_;
+  // With names_: the listing itself, which answers the next ReadDir (an interpreter lists
+  // its search directories more than once).
+  std::optional<std::vector<vfs::DirEntry>> listing_;
   int misses_ = 0;
   // The child a LookupAhead resolved before the VFS stepped into it, handed out (and
   // dropped from here) by the lookup that reaches it. Only an inode that LookupAhead

@@ -157,9 +157,9 @@ TEST_F(SandboxVfsTest, HostChangesSeenInMountsCachedInTheRoot) {
 }
 
 // In the root's lower layer a directory's names are remembered once it was listed, or
-// after its second miss; later misses there are answered without the gofer (which the
-// host-side files created afterwards show: they stay invisible). Mount trees keep
-// asking.
+// after its second miss; later misses and listings there are answered without the gofer
+// (which the host-side files created afterwards show: they stay invisible). Mount trees
+// keep asking.
 TEST_F(SandboxVfsTest, ListedOrTwiceMissedRootDirectoriesAnswerMissesThemselves) {
   ASSERT_TRUE(vfs_);
   auto exists = [&](const std::string& path) { return vfs_->Resolve(Ctx(), path, true).ok(); };
@@ -177,6 +177,10 @@ TEST_F(SandboxVfsTest, ListedOrTwiceMissedRootDirectoriesAnswerMissesThemselves)
   root_.WriteFile("bin/two", "x");
   EXPECT_FALSE(exists("/bin/two"));
   EXPECT_TRUE(exists("/bin/tool"));
+  // The listing itself is kept: listing again asks the gofer nothing.
+  const uint64_t n = harness_->client().round_trips();
+  EXPECT_EQ(List("/bin"), (std::vector<std::string>{".", "..", "tool"}));
+  EXPECT_EQ(harness_->client().round_trips(), n);
 
   EXPECT_FALSE(exists("/mnt/ro/a"));
   EXPECT_FALSE(exists("/mnt/ro/b"));
@@ -217,7 +221,7 @@ TEST_F(SandboxVfsTest, ReadOnlyOpensTakeOneRoundTrip) {
 }
 
 // In the root's lower layer a walk through directories not looked up before is one
-// round trip (LookupAhead): to a file it opens, to a miss, through a symlink. The VFS
+// round trip (LookupAhead): to a file it opens, to a miss, and on from a symlink. The VFS
 // still checks each step: what the gofer walked ahead for a caller who may not search a
 // directory on the way stays hidden from them.
 TEST_F(SandboxVfsTest, NewDirectoriesOnAPathTakeOneRoundTrip) {
@@ -247,6 +251,15 @@ TEST_F(SandboxVfsTest, NewDirectoriesOnAPathTakeOneRoundTrip) {
   EXPECT_EQ(Read("/etc/lib/link/enc/mod.py"), "m");  // the walk stops at the link
   EXPECT_EQ(gc.round_trips(), n + 1);
   EXPECT_EQ(Read("/etc/lib/py/../py/./enc/mod.py"), "m");
+  // A symlink on the way: its target's walk looks ahead to the rest of the path too.
+  root_.Mkdir("etc/lib/py2");
+  root_.Mkdir("etc/lib/py2/sub");
+  root_.Mkdir("etc/lib/py2/sub/x");
+  root_.WriteFile("etc/lib/py2/sub/x/f", "f");
+  ASSERT_EQ(symlink("py2/sub", root_.Join("etc/lib/deep").c_str()), 0);
+  n = gc.round_trips();
+  EXPECT_EQ(Read("/etc/lib/deep/x/f"), "f");
+  EXPECT_EQ(gc.round_trips(), n + 2);  // deep (a link, the walk stops), py2/sub/x/f
 
   Credentials user;
   user.ruid = user.euid = user.suid = user.fsuid = 1000;

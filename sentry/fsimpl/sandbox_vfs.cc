@@ -88,6 +88,10 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
   auto attached = lower_fs->Attach();
   if (!attached.ok()) return ErrnoError("gofer Attach(\"root\")", attached.error());
   std::shared_ptr<vfs::Inode> lower_root = attached->first;
+  // The lower root's names, known from here on: the default view's allowlist makes the
+  // lookups there misses as often as not (/tmp, /dev and /proc below, then /home,
+  // /root...), and one listing answers them all.
+  (void)lower_root->ReadDir();
   auto la = lower_root->Stat();
   if (!la.ok()) return ErrnoError("gofer Stat(root)", la.error());
   auto overlay = std::make_shared<OverlayFilesystem>(

@@ -117,7 +117,7 @@ SysResult<Path> Vfs::Step(const ResolveContext& ctx, const Path& dir, std::strin
 }
 
 SysResult<Path> Vfs::FollowLink(const ResolveContext& ctx, const Path& dir, const Path& link,
-                                int* symlinks) {
+                                int* symlinks, const WalkAhead* tail) {
   if (++*symlinks > kMaxSymlinks) return Errno{ELOOP};
   MagicLink magic;
   if (link.inode()->GetMagicLink(&magic)) {
@@ -126,14 +126,14 @@ SysResult<Path> Vfs::FollowLink(const ResolveContext& ctx, const Path& dir, cons
   }
   ASSIGN_OR_RETURN_ERRNO(std::string target, link.inode()->Readlink());
   if (target.empty()) return Errno{ENOENT};
-  return WalkComponents(ctx, dir, target, true, symlinks, nullptr, nullptr);
+  return WalkComponents(ctx, dir, target, true, symlinks, nullptr, nullptr, tail);
 }
 
 // Walks `path` from `cur` (or the root for absolute paths). If `last` is non-null, stops
 // before the last component and stores it there (parent resolution).
 SysResult<Path> Vfs::WalkComponents(const ResolveContext& ctx, Path cur, std::string_view path,
                                     bool follow_last, int* symlinks, bool* trailing_slash,
-                                    std::string* last) {
+                                    std::string* last, const WalkAhead* tail) {
   if (path.empty()) return Errno{ENOENT};
   if (path.size() >= kPathMax) return Errno{ENAMETOOLONG};
   if (path[0] == '/') cur = ctx.root;
@@ -159,18 +159,26 @@ SysResult<Path> Vfs::WalkComponents(const ResolveContext& ctx, Path cur, std::st
     *last = std::string(comps.back());
     --n;
   }
+  const bool has_tail = tail != nullptr && !tail->names.empty();
+  std::vector<std::string_view> rest;  // comps after the current one, then the tail
   for (size_t i = 0; i < n; ++i) {
     bool is_last = i + 1 == n && !last;
     // The rest of the walk, for a filesystem that can look ahead (Inode::LookupAhead).
-    WalkAhead ahead{std::span<const std::string_view>(comps).subspan(i + 1, n - i - 1),
-                    last ? -1 : ctx.open_flags};
+    const auto after = std::span<const std::string_view>(comps).subspan(i + 1, n - i - 1);
+    WalkAhead ahead{after, last ? -1 : ctx.open_flags};
+    if (has_tail) {
+      rest.assign(after.begin(), after.end());
+      rest.insert(rest.end(), tail->names.begin(), tail->names.end());
+      ahead = WalkAhead{rest, tail->last_open_flags};
+    }
     ASSIGN_OR_RETURN_ERRNO(Path next, Step(ctx, cur, comps[i], is_last, &ahead));
     if (next.inode()->IsSymlink() && (!is_last || follow_last || slash)) {
       // Where a symlink stands for a directory on the way, its target's last component
-      // is not what open(2) opens.
+      // is not what open(2) opens; the walk after it is what its target's walk looks
+      // ahead to.
       ResolveContext link_ctx = ctx;
       if (!is_last) link_ctx.open_flags = -1;
-      ASSIGN_OR_RETURN_ERRNO(next, FollowLink(link_ctx, cur, next, symlinks));
+      ASSIGN_OR_RETURN_ERRNO(next, FollowLink(link_ctx, cur, next, symlinks, &ahead));
     }
     if ((!is_last || (slash && !last)) && !next.inode()->IsDir()) return Errno{ENOTDIR};
     cur = std::move(next);

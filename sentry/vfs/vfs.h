@@ -147,11 +147,13 @@ class Vfs {
   SysResult<std::shared_ptr<FileDescription>> OpenImpl(const ResolveContext& ctx,
                                                        std::string_view path, int flags,
                                                        uint32_t mode);
+  // `tail`: when `path` is a symlink's target in the middle of a walk, the components
+  // that walk goes on with afterwards (only lookups ahead see them).
   SysResult<Path> WalkComponents(const ResolveContext& ctx, Path cur, std::string_view path,
                                  bool follow_last, int* symlinks, bool* trailing_slash,
-                                 std::string* last);
+                                 std::string* last, const WalkAhead* tail = nullptr);
   SysResult<Path> FollowLink(const ResolveContext& ctx, const Path& dir, const Path& link,
-                             int* symlinks);
+                             int* symlinks, const WalkAhead* tail = nullptr);
   Path CrossMounts(Path p) const;
   // Keeps recently looked-up dentries alive so hot paths (/usr/lib/...) are not re-walked
   // through the gofer on every call. Bounded: each entry may pin a gofer handle (a host
