@@ -1,6 +1,7 @@
 // Costs of gofer round trips as the sentry pays them: a gofer::Client talking to the
 // server in a child process over a SOCK_SEQPACKET socketpair (as in a run, though
-// without the gofer's own confinement), serving a temporary directory:
+// without the gofer's own confinement), serving a temporary directory with the default
+// view's masks:
 //   d/a/b/c/f        (a path of directories to a file)
 //   big/n000..n199   (a directory of 200 files, what python3 lists at start-up)
 // Native only: there is nothing to compare it with under usentry.
@@ -46,6 +47,7 @@ class Fixture {
       close(sv[0]);
       GoferConfig config;
       config.trees.push_back(RootfsTree(dir_));
+      config.trees.back().masks = DefaultRootTree().masks;  // what a run checks names against
       _exit(Serve(config, UniqueFd(sv[1])).ok() ? 0 : 1);
     }
     close(sv[1]);

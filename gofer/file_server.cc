@@ -186,6 +186,12 @@ bool FileServer::HiddenName(const Entry& dir, const std::string& name) const {
   return t.masks.MatchesPath(ChildRel(dir.rel, name));
 }
 
+bool FileServer::ChildNamesMayBeHidden(const Entry& dir) const {
+  const Tree& t = TreeOf(dir);
+  if (dir.rel.empty() && t.config.top_level_allowlist.has_value()) return true;
+  return t.masks.MatchesPath(dir.rel) || t.masks.IsAncestorOfMask(dir.rel);
+}
+
 bool FileServer::HiddenInode(const Entry& dir, uint64_t dev, uint64_t ino) const {
   return TreeOf(dir).masks.MatchesInode(dev, ino);
 }

@@ -68,6 +68,9 @@ class FileServer {
   SysResult<Node> AddHandle(UniqueFd fd, const struct stat& st, size_t tree, std::string rel);
   // ENOENT-worthy: outside the root allowlist or matching a mask path.
   bool HiddenName(const Entry& dir, const std::string& name) const;
+  // False when HiddenName is false for every name in `dir`: no root allowlist applies
+  // and no mask pattern matches dir, an ancestor of it, or a path below it.
+  bool ChildNamesMayBeHidden(const Entry& dir) const;
   bool HiddenInode(const Entry& dir, uint64_t dev, uint64_t ino) const;
   // For create-like ops: EACCES if the name is hidden (present or not) so that creating
   // over a masked file neither succeeds nor reveals it.
