@@ -6,13 +6,11 @@
 #include <algorithm>
 
 #include "abi/ipc.h"
-#include "absl/time/clock.h"
+#include "sentry/kernel/wall_seconds.h"
 #include "sentry/mm/guest_addr.h"
 
 namespace usentry::sentry {
 namespace {
-
-int64_t NowSeconds() { return absl::ToUnixSeconds(absl::Now()); }
 
 uint64_t PagesOf(uint64_t bytes) { return (bytes + mm::kPageSize - 1) / mm::kPageSize; }
 
@@ -66,7 +64,7 @@ SysResult<int32_t> ShmRegistry::Create(const Credentials& c, int32_t pid, int32_
   perm.mode = static_cast<uint32_t>(flags) & 0777;
   perm.seq = a.seq;
   by_index_[a.index] =
-      std::make_shared<ShmSegment>(this, a.id, perm, size, std::move(range), pid, NowSeconds());
+      std::make_shared<ShmSegment>(this, a.id, perm, size, std::move(range), pid, WallSeconds());
   if (key != abi::kIpcPrivate) by_key_[key] = a.index;
   total_pages_ += pages;
   return a.id;
@@ -110,7 +108,7 @@ SysStatus ShmRegistry::Set(const Credentials& c, int32_t id, uint32_t uid, uint3
   ASSIGN_OR_RETURN_ERRNO(std::shared_ptr<ShmSegment> s, FindById(id));
   RETURN_IF_ERRNO(IpcMayChange(c, s->perm()));
   RETURN_IF_ERRNO(IpcSetOwnerAndMode(s->perm(), uid, gid, mode));
-  s->set_ctime(NowSeconds());
+  s->set_ctime(WallSeconds());
   return SysOk();
 }
 

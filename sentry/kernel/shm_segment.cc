@@ -1,8 +1,8 @@
 #include "sentry/kernel/shm_segment.h"
 
 #include "abi/ipc.h"
-#include "absl/time/clock.h"
 #include "sentry/kernel/shm_registry.h"
+#include "sentry/kernel/wall_seconds.h"
 
 namespace usentry::sentry {
 
@@ -36,7 +36,7 @@ ShmStatus ShmSegment::Status() const {
 
 void ShmSegment::VmaOpened() {
   nattch_++;
-  atime_ = absl::ToUnixSeconds(absl::Now());
+  atime_ = WallSeconds();
   if (registry_ != nullptr) {
     if (int32_t pid = registry_->CurrentPid(); pid != 0) lpid_ = pid;
   }
@@ -44,7 +44,7 @@ void ShmSegment::VmaOpened() {
 
 void ShmSegment::VmaClosed() {
   nattch_--;
-  dtime_ = absl::ToUnixSeconds(absl::Now());
+  dtime_ = WallSeconds();
   if (registry_ != nullptr) {
     if (int32_t pid = registry_->CurrentPid(); pid != 0) lpid_ = pid;
   }

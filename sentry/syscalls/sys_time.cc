@@ -6,6 +6,7 @@
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/kernel/wall_seconds.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/sys_info.h"
 #include "sentry/syscalls/time_args.h"
@@ -151,7 +152,7 @@ SyscallResult SysSettimeofday(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysTime(Task& t, const SyscallArgs& a) {
-  int64_t now = absl::ToUnixSeconds(absl::Now());
+  const int64_t now = WallSeconds();  // what the vDSO's time() says
   if (!a.ptr(0).IsNull()) RETURN_IF_ERRNO(t.mm().CopyOutObj(a.ptr(0), now));
   return static_cast<uint64_t>(now);
 }

@@ -211,6 +211,18 @@ TEST(ClockGettime, RealtimeAgreesWithGettimeofday) {
   EXPECT_LT(std::llabs(tv.tv_sec - ts.tv_sec), 2);
 }
 
+// time(2) reads the coarse clock that the vDSO's time() reads too: across the turn of
+// a second the syscall is never a second ahead of the vDSO call made right after it
+// (the fine clock runs up to a tick ahead of the coarse one).
+TEST(Time, SyscallIsNeverAheadOfTheVdso) {
+  const time_t start = time(nullptr);
+  while (time(nullptr) < start + 2) {  // at least one whole turn of a second
+    const long by_syscall = syscall(SYS_time, nullptr);
+    const time_t by_vdso = time(nullptr);
+    ASSERT_LE(by_syscall, by_vdso);
+  }
+}
+
 TEST(ClockGettime, UnknownClockIsEinval) {
   timespec ts{};
   EXPECT_ERRNO(clock_gettime(1234, &ts), EINVAL);
