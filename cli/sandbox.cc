@@ -1,5 +1,5 @@
-// Process bring-up of one sandbox: gofer fork, sentry clone with namespaces, id maps,
-// signal forwarding, exit status.
+// Process bring-up of one sandbox: sentry clone with namespaces, id maps, the helpers'
+// forks (gofer, netgate), signal forwarding, exit status.
 #include "cli/sandbox.h"
 
 #include <fcntl.h>
@@ -431,21 +431,20 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   auto kill_helpers = [&] {
     for (Helper& h : helpers) KillAndReap(h.pid);
   };
-  for (Helper& h : helpers) {
-    if (!h.start) continue;
+  // The sockets now, the helpers once the sentry runs: a helper's own start-up (a network
+  // namespace, its filter, its trees) then overlaps the sentry's, which first asks it
+  // something milliseconds later (its requests wait in the socket). Forking them first
+  // put their start on the sentry's path: 0.1 ms in most runs, 1-3 ms in one of three.
+  std::vector<UniqueFd> helper_ends(std::size(helpers));
+  for (size_t i = 0; i < std::size(helpers); ++i) {
+    if (!helpers[i].start) continue;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-      int err = errno;
-      kill_helpers();
-      return ErrnoStatus(absl::StrCat("socketpair(AF_UNIX, SOCK_SEQPACKET) for the ", h.name), err);
+      return ErrnoStatus(
+          absl::StrCat("socketpair(AF_UNIX, SOCK_SEQPACKET) for the ", helpers[i].name));
     }
-    h.sentry_end = UniqueFd(sv[1]);
-    h.pid = h.start(UniqueFd(sv[0]));
-    if (h.pid < 0) {
-      int err = errno;
-      kill_helpers();
-      return ErrnoStatus(absl::StrCat("fork(", h.name, ")"), err);
-    }
+    helper_ends[i] = UniqueFd(sv[0]);
+    helpers[i].sentry_end = UniqueFd(sv[1]);
   }
   UniqueFd& sentry_end = helpers[0].sentry_end;
   UniqueFd& mounts_sentry_end = helpers[1].sentry_end;
@@ -499,6 +498,17 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     KillAndReap(sentry);
     kill_helpers();
     return st;
+  }
+  for (size_t i = 0; i < std::size(helpers); ++i) {
+    Helper& h = helpers[i];
+    if (!h.start) continue;
+    h.pid = h.start(std::move(helper_ends[i]));
+    if (h.pid < 0) {
+      absl::Status st = ErrnoStatus(absl::StrCat("fork(", h.name, ")"));
+      KillAndReap(sentry);
+      kill_helpers();
+      return st;
+    }
   }
 
   forwarding.Start();

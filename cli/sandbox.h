@@ -74,13 +74,14 @@ struct SandboxResult {
   bool killed_at_deadline = false;    // SandboxOptions::kill_after passed (exit_code 124)
 };
 
-// Creates the gofer (and netgate) and the sentry, waits for the sentry, then kills and
-// reaps the others.
+// Creates the sentry, then the gofer (and netgate) once it runs (their sockets exist
+// before either), waits for the sentry, then kills and reaps the others.
 // Call it from a single-threaded process (the CLI is): the children are made with
 // fork()/clone(), and clone() does not reset locks (malloc's) another thread may hold.
 // The exit code is the sentry's, or 125 if it died of a signal ("usentry: sentry crashed
 // (signal N)" is printed). SIGINT/SIGTERM/SIGHUP are forwarded to the sentry while it
-// runs; a second one kills it. Errors are setup failures before the sentry ran.
+// runs; a second one kills it. Errors are setup failures (a sentry already started is
+// killed and reaped first).
 // `netgate_main` may be null: then there is no netgate and SentryProcess::netgate_fd is -1.
 // `mounts_gofer_main` may be null: a second gofer (for trees served with other host
 // permissions than the first gofer's), else SentryProcess::mounts_gofer_fd is -1.
