@@ -82,7 +82,6 @@ SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name
 SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
                                                const std::vector<std::string_view>& names,
                                                bool open_last) {
-  static_assert(kMaxWalkNames == kMaxWalkPathNames);
   if (names.empty() || names.size() > kMaxWalkNames) return Errno{EINVAL};
   Request req;
   req.op = Op::kWalkPath;

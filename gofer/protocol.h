@@ -51,7 +51,7 @@ enum class Op : uint32_t {
 inline constexpr uint32_t kMaxOp = 16;
 
 // WalkPath: most names one request may walk, and its flag bits.
-inline constexpr size_t kMaxWalkPathNames = 16;
+inline constexpr size_t kMaxWalkPathNames = Client::kMaxWalkNames;
 inline constexpr uint32_t kWalkPathOpenLast = 1;
 
 // One request. Which fields are on the wire depends on op:

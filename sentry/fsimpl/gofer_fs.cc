@@ -150,10 +150,15 @@ SysResult<std::shared_ptr<Inode>> GoferInode::LookupForOpen(std::string_view nam
   return Find(name, fs_->read_only() && vfs::ReadOnlyOpen(flags));
 }
 
-SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool open) {
+std::optional<SysResult<std::shared_ptr<Inode>>> GoferInode::Known(std::string_view name) {
   if (FileType() != S_IFDIR) return Errno{ENOTDIR};
   if (std::shared_ptr<Inode> walked = TakeWalked(name)) return walked;
   if (KnownAbsent(name)) return Errno{ENOENT};
+  return std::nullopt;
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool open) {
+  if (auto known = Known(name)) return *std::move(known);
   gofer::Client::WalkOpened w;
   if (open) {
     SysResult<gofer::Client::WalkOpened> r = fs_->client().WalkOpen(handle_, name);
@@ -182,10 +187,6 @@ std::shared_ptr<GoferInode> GoferInode::TakeWalked(std::string_view name) {
 
 SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
                                                           const vfs::WalkAhead& ahead) {
-  if (!fs_->cache_metadata()) return Find(name, /*open=*/false);
-  if (FileType() != S_IFDIR) return Errno{ENOTDIR};
-  if (std::shared_ptr<Inode> walked = TakeWalked(name)) return walked;
-  if (KnownAbsent(name)) return Errno{ENOENT};
   // The names the gofer can walk: up to a "." or ".." (the VFS resolves those) or the
   // request's limit.
   std::vector<std::string_view> names{name};
@@ -193,7 +194,8 @@ SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
     if (names.size() == gofer::Client::kMaxWalkNames || n == "." || n == "..") break;
     names.push_back(n);
   }
-  if (names.size() == 1) return Find(name, /*open=*/false);
+  if (!fs_->cache_metadata() || names.size() == 1) return Find(name, /*open=*/false);
+  if (auto known = Known(name)) return *std::move(known);
   const bool to_end = names.size() == ahead.names.size() + 1;
   const bool open_last =
       to_end && ahead.last_open_flags >= 0 && vfs::ReadOnlyOpen(ahead.last_open_flags);

@@ -131,6 +131,9 @@ class GoferInode : public vfs::Inode {
   SysResult<std::shared_ptr<vfs::Inode>> Wrap(gofer::Node node);
   // Lookup and LookupForOpen: Walk, or (`open`) WalkOpen.
   SysResult<std::shared_ptr<vfs::Inode>> Find(std::string_view name, bool open);
+  // What a lookup of `name` gets without asking the gofer (ENOTDIR, a child walked
+  // ahead, a known absence), if anything.
+  std::optional<SysResult<std::shared_ptr<vfs::Inode>>> Known(std::string_view name);
   // What a read-only open's lookup learnt (Find, LookupAhead): the FD, or that the
   // directory may be opened. A refusal is not kept: Open asks again and gets it then.
   void KeepOpened(int open_err, UniqueFd fd);
