@@ -159,9 +159,10 @@ int ServeNetgate(const policy::NetPolicy& net, const std::string& run_id, Unique
 
 // In the sentry child: start-up work that needs no decision yet, on threads started
 // before the child waits for its id maps (SandboxOptions::sentry_early): the stub code
-// and the seccomp program (CPU), joined before the sentry confines itself, and Abseil's
-// clock calibration (mostly sleeping), which filters itself and is only waited for until
-// it has (SentryConfig::before_app).
+// (CPU), joined before the sentry confines itself, and Abseil's clock calibration
+// (mostly sleeping), which filters itself and is only waited for until it has
+// (SentryConfig::before_app). The seccomp program needs no work: it is compiled into the
+// binary (sentry_bpf_program.h).
 std::vector<std::thread>& SentryEarlyThreads() {
   static auto* threads = new std::vector<std::thread>;
   return *threads;
@@ -169,10 +170,7 @@ std::vector<std::thread>& SentryEarlyThreads() {
 
 void StartSentryEarlyWork(const std::string& platform) {
   sentry::confine::StartCalibration();
-  SentryEarlyThreads().emplace_back([platform] {
-    platform::PrewarmPlatform(platform);
-    sentry::confine::PrebuildFilter();
-  });
+  SentryEarlyThreads().emplace_back([platform] { platform::PrewarmPlatform(platform); });
 }
 
 // Body of the sentry child: host resources, confine, then run the kernel.

@@ -31,6 +31,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "sentry/confine/seccomp_policy.h"
+#include "sentry/confine/sentry_bpf_program.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -309,31 +310,8 @@ std::string ConfineReport::ToString() const {
 }
 
 namespace {
-// PrebuildFilter's result, taken by ConfineSentry.
-absl::Mutex g_prebuilt_mu;
-std::optional<std::vector<sock_filter>> g_prebuilt ABSL_GUARDED_BY(g_prebuilt_mu);
-}  // namespace
-
-void PrebuildFilter() {
-  absl::StatusOr<ScmpFilter> filter =
-      BuildSentryFilter(SCMP_ACT_KILL_PROCESS, /*allow_ptrace=*/false);
-  if (!filter.ok()) return;  // ConfineSentry builds it again and reports the error
-  absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
-  if (!prog.ok()) return;
-  absl::MutexLock lock(&g_prebuilt_mu);
-  g_prebuilt = std::move(prog).value();
-}
-
-namespace {
-std::optional<std::vector<sock_filter>> TakePrebuiltFilter() {
-  absl::MutexLock lock(&g_prebuilt_mu);
-  std::optional<std::vector<sock_filter>> prog = std::move(g_prebuilt);
-  g_prebuilt.reset();
-  return prog;
-}
-
 // What seccomp_load does, with CTL_TSYNC when `tsync` (no_new_privs is already set).
-absl::Status LoadFilter(const std::vector<sock_filter>& prog, bool tsync) {
+absl::Status LoadFilter(absl::Span<const sock_filter> prog, bool tsync) {
   const sock_fprog fprog{.len = static_cast<unsigned short>(prog.size()),
                          .filter = const_cast<sock_filter*>(prog.data())};
   const long rc =
@@ -434,21 +412,19 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
   const char* env = getenv("USENTRY_DEBUG_SECCOMP");
   bool debug = options.debug_seccomp || (env != nullptr && strcmp(env, "1") == 0);
   if (debug) RETURN_IF_ERROR(InstallDebugHandler());
-  std::optional<std::vector<sock_filter>> prebuilt = TakePrebuiltFilter();
-  if (!debug && !options.allow_ptrace && prebuilt) {
-    RETURN_IF_ERROR(LoadFilter(*prebuilt, tsync));
-    report.layers.push_back({"seccomp", true, "allowlist, kill (prebuilt)"});
+  if (!debug) {
+    RETURN_IF_ERROR(LoadFilter(SentryBpfProgram(options.allow_ptrace), tsync));
+    report.layers.push_back({"seccomp", true, "allowlist, kill (built in)"});
     return report;
   }
-  ASSIGN_OR_RETURN(
-      ScmpFilter filter,
-      BuildSentryFilter(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS, options.allow_ptrace));
+  // Violations trap into the naming handler: a program libseccomp builds now, since only
+  // the default action differs from the built-in one.
+  ASSIGN_OR_RETURN(ScmpFilter filter, BuildSentryFilter(SCMP_ACT_TRAP, options.allow_ptrace));
   int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_TSYNC, tsync ? 1 : 0);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_CTL_TSYNC)", -rc);
   rc = seccomp_load(filter.get());
   if (rc < 0) return ErrnoStatus("seccomp_load(sentry allowlist)", -rc);
-  report.layers.push_back(
-      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  report.layers.push_back({"seccomp", true, "allowlist, violations trap (debug)"});
   return report;
 }
 

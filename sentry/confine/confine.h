@@ -78,11 +78,6 @@ absl::Status InstallSeccompDebugHandler();
 absl::Status LockDown(ConfineReport& report, absl::string_view what,
                       const std::function<absl::StatusOr<ScmpFilter>(uint32_t)>& build);
 
-// Builds the allowlist ConfineSentry installs by default (no ptrace, violations kill)
-// ahead of time, on any thread, so that ConfineSentry only loads it: libseccomp takes
-// ~1-1.5 ms to generate it on the test VM. Other options make ConfineSentry build its own.
-void PrebuildFilter();
-
 // Starts Abseil's CPU-frequency calibration on a thread of its own: absl::Mutex needs
 // the frequency the first time a thread queues on it, and finding it reads /sys (which
 // the sentry's filter forbids) and, on a VM without tsc_freq_khz, then measures the TSC

@@ -101,33 +101,38 @@ TEST(ConfineTest, AllowedSyscallsStillWork) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-// The program PrebuildFilter makes ahead (on another thread, as the CLI does) is the one
-// ConfineSentry loads for a systrap sentry: it kills what the allowlist forbids and lets
-// the rest through.
-int ConfinePrebuiltOrExit() {
-  std::thread(PrebuildFilter).join();
+// ConfineSentry loads the built-in program (sentry_bpf_program.h) unless debugging, for
+// either platform: the systrap variant kills ptrace, the ptrace variant lets it through.
+int ConfineBuiltInOrExit(bool allow_ptrace) {
   ConfineOptions options;
-  options.allow_ptrace = false;
+  options.allow_ptrace = allow_ptrace;
   absl::StatusOr<ConfineReport> report = ConfineSentry(options);
-  if (!report.ok() || report->ToString().find("prebuilt") == std::string::npos) _exit(101);
+  if (!report.ok() || report->ToString().find("built in") == std::string::npos) _exit(101);
   return 0;
 }
 
-TEST(ConfineTest, PrebuiltFilterIsTheAllowlist) {
+TEST(ConfineTest, BuiltInProgramIsTheAllowlist) {
   int killed = RunInChild([] {
-    ConfinePrebuiltOrExit();
+    ConfineBuiltInOrExit(false);
     int fd = open("/etc/passwd", O_RDONLY);
     return fd >= 0 ? 1 : 2;
   });
   ExpectKilledBySigsys(killed);
   int ptrace_killed = RunInChild([] {
-    ConfinePrebuiltOrExit();
+    ConfineBuiltInOrExit(false);
     syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0);  // systrap's allowlist has no ptrace
     return 1;
   });
   ExpectKilledBySigsys(ptrace_killed);
+  int ptrace_allowed = RunInChild([] {
+    ConfineBuiltInOrExit(true);
+    // Not traced, so PTRACE_TRACEME succeeds; the systrap variant killed the process.
+    return syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) == 0 ? 0 : 5;
+  });
+  ASSERT_TRUE(WIFEXITED(ptrace_allowed)) << "signal " << WTERMSIG(ptrace_allowed);
+  EXPECT_EQ(WEXITSTATUS(ptrace_allowed), 0);
   int allowed = RunInChild([] {
-    ConfinePrebuiltOrExit();
+    ConfineBuiltInOrExit(false);
     pid_t child = fork();
     if (child == 0) _exit(7);
     int st = 0;

@@ -19,6 +19,7 @@
 
 #include "base/bpf/interpreter.h"
 #include "gtest/gtest.h"
+#include "sentry/confine/sentry_bpf_program.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -223,6 +224,34 @@ TEST(SentryFilterWithoutPtraceTest, EveryPtraceRequestKills) {
     data.args[1] = 5;
     EXPECT_EQ(bpf::EvaluateSeccomp(*prog, data), kKill) << req;
   }
+}
+
+// The programs compiled into the binary at build time are, instruction for instruction,
+// what this libseccomp makes of the rules now: a rule changed without the generator
+// rerunning, or a libseccomp upgrade under an old build, fails here.
+TEST(SentryBpfProgramTest, BuiltInProgramsAreWhatLibseccompBuilds) {
+  for (bool allow_ptrace : {false, true}) {
+    absl::StatusOr<ScmpFilter> filter = BuildSentryFilter(SCMP_ACT_KILL_PROCESS, allow_ptrace);
+    ASSERT_TRUE(filter.ok()) << filter.status();
+    absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
+    ASSERT_TRUE(prog.ok()) << prog.status();
+    absl::Span<const sock_filter> built_in = SentryBpfProgram(allow_ptrace);
+    ASSERT_EQ(built_in.size(), prog->size()) << "allow_ptrace=" << allow_ptrace;
+    for (size_t i = 0; i < built_in.size(); ++i) {
+      const sock_filter& a = built_in[i];
+      const sock_filter& b = (*prog)[i];
+      EXPECT_TRUE(a.code == b.code && a.jt == b.jt && a.jf == b.jf && a.k == b.k)
+          << "allow_ptrace=" << allow_ptrace << " instruction " << i;
+    }
+  }
+  // And the two differ where they should: only the ptrace variant allows PTRACE_SYSEMU.
+  seccomp_data data = {};
+  data.nr = __NR_ptrace;
+  data.arch = AUDIT_ARCH_X86_64;
+  data.args[0] = PTRACE_SYSEMU;
+  data.args[1] = 5;
+  EXPECT_EQ(bpf::EvaluateSeccomp(SentryBpfProgram(true), data), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(bpf::EvaluateSeccomp(SentryBpfProgram(false), data), SECCOMP_RET_KILL_PROCESS);
 }
 
 TEST_F(SentryFilterTest, OtherAbisKill) {
