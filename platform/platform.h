@@ -44,7 +44,7 @@ struct Registers {
   alignas(64) uint8_t fp[kFpStateSize]{};
   bool fp_valid = false;  // fp holds this thread's state (loaded or set by the sentry)
   bool fp_dirty = false;  // fp was changed by the sentry and must be written back
-  size_t fp_size = 0;     // bytes of fp in use (host XSAVE size)
+  size_t fp_size = 0;     // bytes of fp in use (the host signal frame's XSAVE size)
 };
 
 enum class SwitchKind {

@@ -27,6 +27,7 @@
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "platform/ptrace/ptrace_platform.h"
+#include "platform/ptrace/xsave_layout.h"
 #include "platform/systrap/systrap_platform.h"
 #include "platform/test_machine.h"
 #include "xbyak/xbyak.h"
@@ -348,6 +349,10 @@ TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
   // Legacy FXSAVE area (512) + XSAVE header (64) at least; fits the fixed buffer.
   EXPECT_GE(regs_.fp_size, 576u);
   EXPECT_LE(regs_.fp_size, kFpStateSize);
+  // Both platforms show what a host signal frame holds, even where ptrace's register
+  // set is larger (AMX tile data).
+  EXPECT_EQ(regs_.fp_size,
+            ptrace::SignalFrameXsaveSize(ptrace::HostXsaveFeatures(), ptrace::HostXsaveComponent));
   uint32_t mxcsr;
   std::memcpy(&mxcsr, regs_.fp + 24, 4);
   EXPECT_EQ(mxcsr & 0xffc0, 0x1f80u);  // exceptions masked, round to nearest

@@ -39,6 +39,15 @@ std::string ProtString(int prot) {
   return s;
 }
 
+// Registers::fp is fixed-size; a signal-frame XSAVE image larger than it (none yet:
+// AVX-512 with AMX's TILECFG is 2816 bytes) cannot be shown to the app.
+absl::Status CheckFpStateFits(const Subprocess& sp) {
+  if (sp.frame_xstate_size() <= kFpStateSize) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrFormat("host signal-frame XSAVE size %d exceeds kFpStateSize %d",
+                      sp.frame_xstate_size(), kFpStateSize));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -262,16 +271,13 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
   gp.orig_rax = ~uint64_t{0};
   RETURN_IF_ERROR(sp.ExplainFailure(sp.SetRegs(gp), "before running app code"));
   if (regs.fp_dirty) {
-    if (regs.fp_size != 0 && regs.fp_size != sp.xstate_size()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("ptrace Context::Switch: regs.fp_size=%d but the host XSAVE size is %d",
-                          regs.fp_size, sp.xstate_size()));
+    if (regs.fp_size != 0 && regs.fp_size != sp.frame_xstate_size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "ptrace Context::Switch: regs.fp_size=%d but the signal-frame XSAVE size is %d",
+          regs.fp_size, sp.frame_xstate_size()));
     }
-    if (sp.xstate_size() > kFpStateSize) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "host XSAVE size %d exceeds kFpStateSize %d", sp.xstate_size(), kFpStateSize));
-    }
-    RETURN_IF_ERROR(sp.SetXstate(regs.fp, sp.xstate_size()));
+    RETURN_IF_ERROR(CheckFpStateFits(sp));
+    RETURN_IF_ERROR(sp.SetFrameXstate(regs.fp));
     regs.fp_dirty = false;
   }
   regs.fp_valid = false;
@@ -356,13 +362,9 @@ absl::Status PtraceContext::LoadFpState(AddressSpace& as, Registers& regs) {
   ASSIGN_OR_RETURN(Subprocess * thread, Resolve(*pas, "Context::LoadFpState"));
   Subprocess& sp = *thread;
   RETURN_IF_ERROR(sp.CheckTracer("Context::LoadFpState"));
-  if (sp.xstate_size() > kFpStateSize) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "host XSAVE size %d exceeds kFpStateSize %d", sp.xstate_size(), kFpStateSize));
-  }
-  size_t len = kFpStateSize;
-  RETURN_IF_ERROR(sp.GetXstate(regs.fp, len));
-  regs.fp_size = len;
+  RETURN_IF_ERROR(CheckFpStateFits(sp));
+  RETURN_IF_ERROR(sp.GetFrameXstate(regs.fp));
+  regs.fp_size = sp.frame_xstate_size();
   regs.fp_valid = true;
   regs.fp_dirty = false;
   return absl::OkStatus();

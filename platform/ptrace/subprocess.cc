@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "base/sys_result.h"
 #include "platform/ptrace/stub_filter.h"
+#include "platform/ptrace/xsave_layout.h"
 #include "platform/stub_process.h"
 
 namespace usentry::platform::ptrace {
@@ -28,6 +29,8 @@ constexpr int kMaxSpuriousStops = 100;
 
 // Offset of MXCSR in the FXSAVE/XSAVE legacy region.
 constexpr size_t kMxcsrOffset = 24;
+// Offset of XSTATE_BV, the first word of the XSAVE header.
+constexpr size_t kXstateBvOffset = 512;
 
 const char* SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -103,6 +106,10 @@ absl::Status Subprocess::FinishSetup() {
   size_t len = probe.size();
   RETURN_IF_ERROR(GetXstate(probe.data(), len));
   xstate_size_ = len;
+  frame_xstate_features_ = SignalFrameXsaveFeatures(HostXsaveFeatures(), HostXsaveComponent);
+  frame_xstate_size_ =
+      std::min(xstate_size_, SignalFrameXsaveSize(frame_xstate_features_, HostXsaveComponent));
+  if (frame_xstate_size_ < xstate_size_) xstate_scratch_.resize(xstate_size_);
   // The child inherited the sentry thread's FPU/SSE/AVX registers, which hold sentry
   // data (memcpy goes through vector registers). Reset them to the architectural
   // init state: XSTATE_BV = 0 (every component initial, PKRU 0) and the default MXCSR.
@@ -123,6 +130,9 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Adopt(const Subprocess& 
                                                 /*owns_process=*/false));
   sp->initial_regs_ = process.initial_regs_;
   sp->xstate_size_ = process.xstate_size_;
+  sp->frame_xstate_size_ = process.frame_xstate_size_;
+  sp->frame_xstate_features_ = process.frame_xstate_features_;
+  sp->xstate_scratch_.resize(process.xstate_scratch_.size());
   // EXITKILL as for the first thread: if this tracer dies, the stub must not run on.
   const long options = PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
   if (::ptrace(PTRACE_SEIZE, tid, 0, options) != 0) {
@@ -300,6 +310,33 @@ absl::Status Subprocess::GetXstate(void* buf, size_t& len) {
   }
   len = iov.iov_len;
   return absl::OkStatus();
+}
+
+absl::Status Subprocess::GetFrameXstate(uint8_t* buf) {
+  if (xstate_scratch_.empty()) {
+    size_t len = frame_xstate_size_;
+    return GetXstate(buf, len);
+  }
+  size_t len = xstate_scratch_.size();
+  RETURN_IF_ERROR(GetXstate(xstate_scratch_.data(), len));
+  std::memcpy(buf, xstate_scratch_.data(), frame_xstate_size_);
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, buf + kXstateBvOffset, sizeof(xstate_bv));
+  xstate_bv &= frame_xstate_features_;
+  std::memcpy(buf + kXstateBvOffset, &xstate_bv, sizeof(xstate_bv));
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::SetFrameXstate(const uint8_t* buf) {
+  if (xstate_scratch_.empty()) return SetXstate(buf, frame_xstate_size_);
+  // Components past the frame's end go back to their initial state: XSTATE_BV says so.
+  std::memcpy(xstate_scratch_.data(), buf, frame_xstate_size_);
+  std::fill(xstate_scratch_.begin() + frame_xstate_size_, xstate_scratch_.end(), 0);
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, xstate_scratch_.data() + kXstateBvOffset, sizeof(xstate_bv));
+  xstate_bv &= frame_xstate_features_;
+  std::memcpy(xstate_scratch_.data() + kXstateBvOffset, &xstate_bv, sizeof(xstate_bv));
+  return SetXstate(xstate_scratch_.data(), xstate_scratch_.size());
 }
 
 absl::Status Subprocess::SetXstate(const void* buf, size_t len) {

@@ -69,6 +69,8 @@ class Subprocess {
   const user_regs_struct& initial_regs() const { return initial_regs_; }
   // Bytes of the host's XSAVE area as PTRACE_GETREGSET NT_X86_XSTATE returns it.
   size_t xstate_size() const { return xstate_size_; }
+  // Bytes of it a signal frame holds (xsave_layout.h): the size the app sees.
+  size_t frame_xstate_size() const { return frame_xstate_size_; }
 
   // Runs syscall `nr` with `args` in the stub (which must be stopped) and returns the
   // raw rax (negative errno on failure). Clobbers the stub's registers.
@@ -90,8 +92,11 @@ class Subprocess {
   absl::Status GetRegs(user_regs_struct& regs);
   absl::Status SetRegs(const user_regs_struct& regs);
   absl::Status GetSiginfo(siginfo_t& info);
-  absl::Status GetXstate(void* buf, size_t& len);
-  absl::Status SetXstate(const void* buf, size_t len);
+  // The FPU/vector state as a signal frame holds it: frame_xstate_size() bytes of
+  // standard-format XSAVE image with dynamically enabled components (AMX tile data)
+  // left out. Set writes those back and leaves the rest in its initial state.
+  absl::Status GetFrameXstate(uint8_t* buf);
+  absl::Status SetFrameXstate(const uint8_t* buf);
   // Resumes the stub with `request` (PTRACE_CONT, PTRACE_SYSEMU), never delivering a
   // signal: host signals are the sentry's to emulate.
   absl::Status Resume(int request, const char* request_name);
@@ -126,7 +131,14 @@ class Subprocess {
   bool dead_ = false;
   bool detached_ = false;  // ExitThread let it go
   user_regs_struct initial_regs_{};
+  absl::Status GetXstate(void* buf, size_t& len);
+  absl::Status SetXstate(const void* buf, size_t len);
+
   size_t xstate_size_ = 0;
+  size_t frame_xstate_size_ = 0;
+  uint64_t frame_xstate_features_ = 0;
+  // The whole host image when it is larger than the frame's; empty otherwise.
+  std::vector<uint8_t> xstate_scratch_;
 };
 
 }  // namespace usentry::platform::ptrace

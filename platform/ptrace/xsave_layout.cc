@@ -1,0 +1,54 @@
+// CPUID-driven XSAVE layout (see xsave_layout.h).
+#include "platform/ptrace/xsave_layout.h"
+
+#include <cpuid.h>
+
+#include <algorithm>
+
+namespace usentry::platform::ptrace {
+namespace {
+
+// Legacy FXSAVE region (x87 and SSE, components 0 and 1) and the XSAVE header.
+constexpr size_t kLegacyAndHeader = 512 + 64;
+// Components 0 and 1 live in the legacy region; CPUID describes 2 and up.
+constexpr int kFirstExtended = 2;
+constexpr int kLastComponent = 63;
+
+}  // namespace
+
+uint64_t SignalFrameXsaveFeatures(uint64_t features,
+                                  absl::FunctionRef<XsaveComponent(int index)> component) {
+  uint64_t kept = features & 3;
+  for (int i = kFirstExtended; i <= kLastComponent; ++i) {
+    if ((features >> i & 1) != 0 && !component(i).dynamic) kept |= uint64_t{1} << i;
+  }
+  return kept;
+}
+
+size_t SignalFrameXsaveSize(uint64_t features,
+                            absl::FunctionRef<XsaveComponent(int index)> component) {
+  size_t end = kLegacyAndHeader;
+  for (int i = kFirstExtended; i <= kLastComponent; ++i) {
+    if ((features >> i & 1) == 0) continue;
+    const XsaveComponent c = component(i);
+    if (c.dynamic) continue;
+    end = std::max(end, size_t{c.offset} + c.size);
+  }
+  return end;
+}
+
+uint64_t HostXsaveFeatures() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || (c & bit_OSXSAVE) == 0) return 3;  // FXSAVE only
+  uint32_t lo, hi;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return uint64_t{hi} << 32 | lo;
+}
+
+XsaveComponent HostXsaveComponent(int index) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __cpuid_count(0xd, index, a, b, c, d);
+  return XsaveComponent{.size = a, .offset = b, .dynamic = (c & 4) != 0};
+}
+
+}  // namespace usentry::platform::ptrace

@@ -1,0 +1,40 @@
+// The standard-format XSAVE layout, read from CPUID, and the part of it a signal frame
+// holds. PTRACE_GETREGSET NT_X86_XSTATE returns (and SETREGSET insists on) the host's
+// whole layout, which on CPUs with AMX is ~11 KiB because TILEDATA is included even
+// for a task that never asked for it; the kernel's signal frames leave such
+// dynamically enabled components out. The ptrace platform shows the app the
+// signal-frame part, as a signal frame would, so both platforms agree on fp_size.
+#ifndef USENTRY_PLATFORM_PTRACE_XSAVE_LAYOUT_H_
+#define USENTRY_PLATFORM_PTRACE_XSAVE_LAYOUT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/functional/function_ref.h"
+
+namespace usentry::platform::ptrace {
+
+// One state component as CPUID.(EAX=0DH, ECX=i) describes it.
+struct XsaveComponent {
+  uint32_t size = 0;     // EAX
+  uint32_t offset = 0;   // EBX: in the standard (non-compacted) format
+  bool dynamic = false;  // ECX bit 2: XFD-capable, enabled per task on request (AMX tiles)
+};
+
+// Bytes of a standard-format XSAVE image holding every component in `features` that
+// `component` does not call dynamic: legacy area and header, then up to the end of the
+// last such component.
+size_t SignalFrameXsaveSize(uint64_t features,
+                            absl::FunctionRef<XsaveComponent(int index)> component);
+
+// The same for features also masked to those kept: `features` minus dynamic components.
+uint64_t SignalFrameXsaveFeatures(uint64_t features,
+                                  absl::FunctionRef<XsaveComponent(int index)> component);
+
+// This CPU: XCR0 and CPUID leaf 0DH.
+uint64_t HostXsaveFeatures();
+XsaveComponent HostXsaveComponent(int index);
+
+}  // namespace usentry::platform::ptrace
+
+#endif  // USENTRY_PLATFORM_PTRACE_XSAVE_LAYOUT_H_
