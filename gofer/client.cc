@@ -21,11 +21,14 @@ Client::~Client() = default;
 // Sends req and returns the decoded response, or the errno it carries. Any transport or
 // protocol failure closes the socket: after a lost or mismatched message the request/
 // response pairing can no longer be trusted, so every later call fails with EIO too.
-static SysResult<Reply> Call(UniqueFd& sock, uint64_t& next_tag, Request& req) {
+static SysResult<Reply> Call(UniqueFd& sock, uint64_t& next_tag,
+                             std::array<uint64_t, Client::kOpSlots>& trips_by_op, Request& req) {
   if (!sock.valid()) return Errno{EIO};
   req.tag = next_tag++;
   std::string bytes = EncodeRequest(req);
   if (bytes.size() > kMaxMessageSize) return Errno{ENAMETOOLONG};
+  static_assert(kMaxOp < Client::kOpSlots);
+  ++trips_by_op[static_cast<uint32_t>(req.op)];
   if (!SendPacket(sock.get(), bytes).ok()) {
     sock.reset();
     return Errno{EIO};
@@ -53,7 +56,7 @@ SysResult<std::pair<Node, bool>> Client::Attach(std::string_view tree) {
   Request req;
   req.op = Op::kAttach;
   req.name = std::string(tree);
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return std::make_pair(r.resp.node, r.resp.read_only);
 }
 
@@ -69,13 +72,13 @@ static SysResult<Request> WalkRequest(Op op, Handle dir, std::string_view name) 
 
 SysResult<Node> Client::Walk(Handle dir, std::string_view name) {
   ASSIGN_OR_RETURN_ERRNO(Request req, WalkRequest(Op::kWalk, dir, name));
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return r.resp.node;
 }
 
 SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name) {
   ASSIGN_OR_RETURN_ERRNO(Request req, WalkRequest(Op::kWalkOpen, dir, name));
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return WalkOpened{std::move(r.resp.node), r.resp.open_err, std::move(r.fd)};
 }
 
@@ -91,7 +94,7 @@ SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
     RETURN_IF_ERRNO(ValidateName(n));
     req.names.emplace_back(n);
   }
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   WalkedPath out{std::move(r.resp.nodes), r.resp.stop_err, r.resp.open_err, std::move(r.fd)};
   // More nodes than names, a stop after the end, or an open that was not asked for:
   // a broken peer (its handles are released; the socket is not trusted again).
@@ -110,7 +113,7 @@ SysResult<UniqueFd> Client::Open(Handle node, int flags) {
   req.op = Op::kOpen;
   req.handle = node;
   req.flags = static_cast<uint32_t>(flags);
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return std::move(r.fd);
 }
 
@@ -123,7 +126,7 @@ SysResult<std::pair<Node, UniqueFd>> Client::Create(Handle dir, std::string_view
   req.name = std::string(name);
   req.flags = static_cast<uint32_t>(flags);
   req.mode = mode;
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   if (!r.fd.valid()) return Errno{EIO};  // a created file is always regular
   return std::make_pair(r.resp.node, std::move(r.fd));
 }
@@ -135,7 +138,7 @@ SysResult<Node> Client::Mkdir(Handle dir, std::string_view name, uint32_t mode) 
   req.handle = dir;
   req.name = std::string(name);
   req.mode = mode;
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return r.resp.node;
 }
 
@@ -147,7 +150,7 @@ SysResult<Node> Client::Symlink(Handle dir, std::string_view name, std::string_v
   req.handle = dir;
   req.name = std::string(name);
   req.name2 = std::string(target);
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return r.resp.node;
 }
 
@@ -158,7 +161,7 @@ SysResult<Node> Client::Link(Handle dir, std::string_view name, Handle target) {
   req.handle = dir;
   req.name = std::string(name);
   req.handle2 = target;
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return r.resp.node;
 }
 
@@ -169,7 +172,7 @@ SysStatus Client::Unlink(Handle dir, std::string_view name, int flags) {
   req.handle = dir;
   req.name = std::string(name);
   req.flags = static_cast<uint32_t>(flags);
-  RETURN_IF_ERRNO(Call(sock_, next_tag_, req));
+  RETURN_IF_ERRNO(Call(sock_, next_tag_, trips_by_op_, req));
   return SysOk();
 }
 
@@ -184,7 +187,7 @@ SysStatus Client::Rename(Handle old_dir, std::string_view old_name, Handle new_d
   req.handle2 = new_dir;
   req.name2 = std::string(new_name);
   req.flags = flags;
-  RETURN_IF_ERRNO(Call(sock_, next_tag_, req));
+  RETURN_IF_ERRNO(Call(sock_, next_tag_, trips_by_op_, req));
   return SysOk();
 }
 
@@ -192,7 +195,7 @@ SysResult<std::string> Client::Readlink(Handle node) {
   Request req;
   req.op = Op::kReadlink;
   req.handle = node;
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return std::move(r.resp.text);
 }
 
@@ -200,7 +203,7 @@ SysResult<Attr> Client::Stat(Handle node) {
   Request req;
   req.op = Op::kStat;
   req.handle = node;
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
   return r.resp.node.attr;
 }
 
@@ -209,7 +212,7 @@ SysStatus Client::SetAttr(Handle node, const SetAttrRequest& sa) {
   req.op = Op::kSetAttr;
   req.handle = node;
   req.setattr = sa;
-  RETURN_IF_ERRNO(Call(sock_, next_tag_, req));
+  RETURN_IF_ERRNO(Call(sock_, next_tag_, trips_by_op_, req));
   return SysOk();
 }
 
@@ -222,13 +225,27 @@ SysResult<std::vector<DirEntry>> Client::ReadDir(Handle dir) {
   // The server pages large directories; a bound on pages keeps a misbehaving server
   // from looping us forever.
   for (int page = 0; page < (1 << 20); ++page) {
-    ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, req));
+    ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
     for (DirEntry& e : r.resp.entries) all.push_back(std::move(e));
     if (r.resp.eof) return all;
     if (r.resp.entries.empty() && r.resp.next_cursor == req.cursor) return Errno{EIO};
     req.cursor = r.resp.next_cursor;
   }
   return Errno{EIO};
+}
+
+uint64_t Client::round_trips() const {
+  uint64_t n = 0;
+  for (uint64_t trips : trips_by_op_) n += trips;
+  return n;
+}
+
+std::map<std::string, uint64_t> Client::RoundTripsByOp() const {
+  std::map<std::string, uint64_t> out;
+  for (uint32_t op = 0; op <= kMaxOp; ++op) {
+    if (trips_by_op_[op] != 0) out[std::string(OpName(static_cast<Op>(op)))] = trips_by_op_[op];
+  }
+  return out;
 }
 
 void Client::Close(Handle node) {
@@ -239,7 +256,6 @@ void Client::Close(Handle node) {
   req.op = Op::kClose;
   req.handle = node;
   req.tag = next_tag_++;
-  ++closes_;
   if (!SendPacket(sock_.get(), EncodeRequest(req)).ok()) sock_.reset();
 }
 

@@ -11,7 +11,9 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -143,12 +145,17 @@ class Client {
   void Close(Handle node);
 
   // Requests that waited for a response so far (every one but Close).
-  uint64_t round_trips() const { return next_tag_ - 1 - closes_; }
+  uint64_t round_trips() const;
+  // The same by operation name ("walk_path" -> 12), operations never sent left out; for
+  // the run_end audit record, where each costs the app a gofer round trip.
+  std::map<std::string, uint64_t> RoundTripsByOp() const;
+  // Counters kept: more than protocol.h's kMaxOp (client.cc checks).
+  static constexpr size_t kOpSlots = 32;
 
  private:
   UniqueFd sock_;
   uint64_t next_tag_ = 1;
-  uint64_t closes_ = 0;
+  std::array<uint64_t, kOpSlots> trips_by_op_{};  // indexed by Op (protocol.h)
 };
 
 }  // namespace usentry::gofer

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -146,6 +147,16 @@ class Decoder {
 bool ValidOp(uint32_t op) { return op >= 1 && op <= kMaxOp; }
 
 }  // namespace
+
+// Indexed by Op; as reports (the run_end audit record) name operations.
+constexpr std::array<std::string_view, kMaxOp + 1> kOpNames = {
+    "invalid", "attach",   "walk", "open",    "create",  "mkdir", "symlink",   "link",     "unlink",
+    "rename",  "readlink", "stat", "setattr", "readdir", "close", "walk_open", "walk_path"};
+
+std::string_view OpName(Op op) {
+  const auto i = static_cast<uint32_t>(op);
+  return i < kOpNames.size() ? kOpNames[i] : kOpNames[0];
+}
 
 std::string EncodeRequest(const Request& req) {
   Encoder e;

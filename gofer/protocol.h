@@ -49,6 +49,8 @@ enum class Op : uint32_t {
   kWalkPath = 16,
 };
 inline constexpr uint32_t kMaxOp = 16;
+// The operation's name in reports ("walk_path"), "invalid" for anything else.
+std::string_view OpName(Op op);
 
 // WalkPath: most names one request may walk, and its flag bits.
 inline constexpr size_t kMaxWalkPathNames = Client::kMaxWalkNames;

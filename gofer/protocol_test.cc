@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "gtest/gtest.h"
 
@@ -46,6 +48,19 @@ TEST(ProtocolTest, EveryRequestRoundTrips) {
     // Re-encoding what was decoded gives the same bytes: no field is lost or invented.
     EXPECT_EQ(EncodeRequest(*out), EncodeRequest(in)) << "op " << op;
   }
+}
+
+// Reports (the run_end audit record) name operations; no two may share a name.
+TEST(ProtocolTest, EveryOpHasItsOwnName) {
+  std::set<std::string_view> names;
+  for (uint32_t op = 1; op <= kMaxOp; ++op) {
+    std::string_view name = OpName(static_cast<Op>(op));
+    EXPECT_NE(name, "invalid") << op;
+    EXPECT_TRUE(names.insert(name).second) << name;
+  }
+  EXPECT_EQ(OpName(Op::kWalkPath), "walk_path");
+  EXPECT_EQ(OpName(Op::kInvalid), "invalid");
+  EXPECT_EQ(OpName(static_cast<Op>(kMaxOp + 1)), "invalid");
 }
 
 TEST(ProtocolTest, RenameAndSetAttrFieldsSurvive) {

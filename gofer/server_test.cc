@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 
@@ -128,6 +129,23 @@ TEST_F(GoferServerTest, ReadDirListsEntries) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"file.txt", "dir"}));
+}
+
+// The client counts what waited for an answer, by operation: each ReadDir page is one,
+// a Close (no answer) none.
+TEST_F(GoferServerTest, RoundTripsAreCountedByOperation) {
+  EXPECT_TRUE(c().RoundTripsByOp().empty());
+  Handle root = AttachOk("root");
+  Handle file = WalkOk(root, "file.txt");
+  ASSERT_TRUE(c().Stat(file).ok());
+  ASSERT_TRUE(c().Stat(file).ok());
+  EXPECT_EQ(c().Walk(root, "missing").error(), ENOENT);  // an error answer is a trip too
+  c().Close(file);
+  auto path = c().WalkPath(root, {"dir", "inner"}, /*open_last=*/true);
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(c().RoundTripsByOp(), (std::map<std::string, uint64_t>{
+                                      {"attach", 1}, {"stat", 2}, {"walk", 2}, {"walk_path", 1}}));
+  EXPECT_EQ(c().round_trips(), 6u);
 }
 
 TEST_F(GoferServerTest, ReadDirPaginatesLargeDirectories) {

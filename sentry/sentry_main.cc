@@ -216,8 +216,20 @@ void EmitRunStart(const SentryConfig& cfg, Kernel& k) {
                                     {"layers", layers}});
 }
 
+// The gofers' round trips by operation, both clients together: what the app's file
+// lookups cost beyond the sentry (docs/benchmarks.md counts them).
+std::map<std::string, uint64_t> GoferRoundTrips(const gofer::Client& root,
+                                                const gofer::Client* mounts) {
+  std::map<std::string, uint64_t> out = root.RoundTripsByOp();
+  if (mounts != nullptr) {
+    for (const auto& [op, n] : mounts->RoundTripsByOp()) out[op] += n;
+  }
+  return out;
+}
+
 // The run_end audit record. `how`: exited, signaled, timeout, not_found, not_executable.
-void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how)
+void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how,
+                const std::map<std::string, uint64_t>& gofer_round_trips)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(k.mu) {
   if (!k.audit().enabled()) return;
   rusage self{};
@@ -233,7 +245,8 @@ void EmitRunEnd(Kernel& k, absl::Time start, int exit_code, const char* how)
        {"peak_memory_bytes", std::max(k.limits().peak_memory_bytes(), k.limits().ResidentBytes())},
        {"limit_hits", k.limits().HitCounts()},
        {"tasks_created", k.tasks_created},
-       {"syscalls", k.SyscallCounts()}});
+       {"syscalls", k.SyscallCounts()},
+       {"gofer_round_trips", gofer_round_trips}});
 }
 
 // Waits for the init process to exit; at the --timeout deadline kills every process
@@ -406,7 +419,8 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
       task->set_mm(nullptr);
       delete task;
       int code = s.error() == ENOENT ? kExitNotFound : kExitNotExecutable;
-      EmitRunEnd(k, start, code, s.error() == ENOENT ? "not_found" : "not_executable");
+      EmitRunEnd(k, start, code, s.error() == ENOENT ? "not_found" : "not_executable",
+                 GoferRoundTrips(*gofer, mounts_gofer.get()));
       return code;
     }
     tg->tasks.push_back(task);
@@ -428,7 +442,8 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
                timed_out                         ? "timeout"
                : cpu_killed                      ? "cpu_time"
                : WIFSIGNALED(k.init_wait_status) ? "signaled"
-                                                 : "exited");
+                                                 : "exited",
+               GoferRoundTrips(*gofer, mounts_gofer.get()));
     if (k.running_threads > 0) {
       // A task thread is stuck in a host call; exiting the sentry kills its stubs.
       fflush(stderr);

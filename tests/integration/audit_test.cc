@@ -264,6 +264,14 @@ TEST_P(AuditTest, RunEndHasExitStatusCountsAndTasks) {
   // The first image is loaded by the sentry, not by an execve the app made.
   EXPECT_EQ(end["syscalls"].value("execve", 0), 2) << Dump();
   EXPECT_GE(end["syscalls"].value("exit_group", 0), 1) << Dump();
+  // The gofer's round trips by operation: attaching the root, and walking to busybox.
+  ASSERT_TRUE(end["gofer_round_trips"].is_object()) << Dump();
+  EXPECT_EQ(end["gofer_round_trips"].value("attach", 0), 1) << Dump();
+  int walks = 0;
+  for (const char* op : {"walk", "walk_open", "walk_path"}) {
+    walks += end["gofer_round_trips"].value(op, 0);
+  }
+  EXPECT_GE(walks, 1) << Dump();
 }
 
 TEST_P(AuditTest, HostileFileNamesStayOneValidJsonLineEach) {
