@@ -27,7 +27,7 @@
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "platform/ptrace/ptrace_platform.h"
-#include "platform/ptrace/xsave_layout.h"
+#include "platform/xsave_layout.h"
 #include "platform/systrap/systrap_platform.h"
 #include "platform/test_machine.h"
 #include "xbyak/xbyak.h"
@@ -352,7 +352,7 @@ TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
   // Both platforms show what a host signal frame holds, even where ptrace's register
   // set is larger (AMX tile data).
   EXPECT_EQ(regs_.fp_size,
-            ptrace::SignalFrameXsaveSize(ptrace::HostXsaveFeatures(), ptrace::HostXsaveComponent));
+            SignalFrameXsaveSize(HostXsaveFeatures(), HostXsaveComponent));
   uint32_t mxcsr;
   std::memcpy(&mxcsr, regs_.fp + 24, 4);
   EXPECT_EQ(mxcsr & 0xffc0, 0x1f80u);  // exceptions masked, round to nearest

@@ -17,7 +17,7 @@
 #include "base/status_macros.h"
 #include "base/sys_result.h"
 #include "platform/ptrace/stub_filter.h"
-#include "platform/ptrace/xsave_layout.h"
+#include "platform/xsave_layout.h"
 #include "platform/stub_process.h"
 
 namespace usentry::platform::ptrace {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "abi/signal.h"
+#include "platform/xsave_layout.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -30,6 +31,26 @@ constexpr size_t kSwReservedOffset = offsetof(abi::FxsaveArea, sw_reserved);
 // EFLAGS bits a signal handler may change through the frame (Linux FIX_EFLAGS).
 constexpr uint64_t kFixEflags =
     0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
+
+// Whether the host's XRSTOR (FXRSTOR for a legacy-only image of 512 bytes) would take
+// `img`, the FP state an app's handler left at `addr`; Linux turns a fault there into
+// SIGSEGV at rt_sigreturn. Checked here because the platforms would not fault alike:
+// ptrace's SETREGSET masks MXCSR and refuses a bad header (the task dies), systrap's
+// stub restores the image with its own sigreturn.
+bool FpImageRestorable(const uint8_t* img, size_t size, uint64_t addr) {
+  const bool xsave = size > sizeof(abi::FxsaveArea);
+  if (addr % (xsave ? 64 : 16) != 0) return false;
+  uint32_t mxcsr;
+  memcpy(&mxcsr, img + offsetof(abi::FxsaveArea, mxcsr), sizeof(mxcsr));
+  if ((mxcsr & ~platform::HostMxcsrMask()) != 0) return false;
+  if (!xsave) return true;
+  // The XSAVE header: XSTATE_BV within XCR0, and in the standard form XCOMP_BV and the
+  // 8 bytes after it zero (the rest of the header XRSTOR ignores).
+  static const uint64_t xcr0 = platform::HostXsaveFeatures();
+  uint64_t header[3];
+  memcpy(header, img + sizeof(abi::FxsaveArea), sizeof(header));
+  return (header[0] & ~xcr0) == 0 && header[1] == 0 && header[2] == 0;
+}
 
 bool OnAltStack(const stack_t& ss, uint64_t sp) {
   auto base = reinterpret_cast<uint64_t>(ss.ss_sp);
@@ -137,6 +158,11 @@ SysStatus SignalReturn(Task& t) {
         (sw.magic1 == kFpXstateMagic1 && sw.xstate_size == regs.fp_size) ? regs.fp_size : 512;
     uint8_t buf[platform::kFpStateSize];
     RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate), buf, size));
+    if (!FpImageRestorable(buf, size, sc.fpstate)) return Errno{EFAULT};
+    if (size > sizeof(abi::FxsaveArea)) {
+      // Header bytes XRSTOR ignores; ptrace's SETREGSET insists they are zero.
+      memset(buf + sizeof(abi::FxsaveArea) + 24, 0, 64 - 24);
+    }
     memcpy(regs.fp, buf, size);
     regs.fp_dirty = true;
   }

@@ -1,4 +1,4 @@
-#include "platform/ptrace/xsave_layout.h"
+#include "platform/xsave_layout.h"
 
 #include <signal.h>
 #include <ucontext.h>

@@ -1,11 +1,12 @@
 // CPUID-driven XSAVE layout (see xsave_layout.h).
-#include "platform/ptrace/xsave_layout.h"
+#include "platform/xsave_layout.h"
 
 #include <cpuid.h>
 
 #include <algorithm>
+#include <cstring>
 
-namespace usentry::platform::ptrace {
+namespace usentry::platform {
 namespace {
 
 // Legacy FXSAVE region (x87 and SSE, components 0 and 1) and the XSAVE header.
@@ -51,4 +52,15 @@ XsaveComponent HostXsaveComponent(int index) {
   return XsaveComponent{.size = a, .offset = b, .dynamic = (c & 4) != 0};
 }
 
-}  // namespace usentry::platform::ptrace
+uint32_t HostMxcsrMask() {
+  static const uint32_t mask = [] {
+    alignas(16) uint8_t area[512] = {};
+    asm volatile("fxsave64 %0" : "=m"(area));
+    uint32_t m;
+    std::memcpy(&m, area + 28, sizeof(m));
+    return m != 0 ? m : 0xffbf;  // Intel SDM: a zero mask means the default
+  }();
+  return mask;
+}
+
+}  // namespace usentry::platform

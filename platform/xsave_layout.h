@@ -4,15 +4,15 @@
 // for a task that never asked for it; the kernel's signal frames leave such
 // dynamically enabled components out. The ptrace platform shows the app the
 // signal-frame part, as a signal frame would, so both platforms agree on fp_size.
-#ifndef USENTRY_PLATFORM_PTRACE_XSAVE_LAYOUT_H_
-#define USENTRY_PLATFORM_PTRACE_XSAVE_LAYOUT_H_
+#ifndef USENTRY_PLATFORM_XSAVE_LAYOUT_H_
+#define USENTRY_PLATFORM_XSAVE_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
 
 #include "absl/functional/function_ref.h"
 
-namespace usentry::platform::ptrace {
+namespace usentry::platform {
 
 // One state component as CPUID.(EAX=0DH, ECX=i) describes it.
 struct XsaveComponent {
@@ -34,7 +34,10 @@ uint64_t SignalFrameXsaveFeatures(uint64_t features,
 // This CPU: XCR0 and CPUID leaf 0DH.
 uint64_t HostXsaveFeatures();
 XsaveComponent HostXsaveComponent(int index);
+// The MXCSR bits this CPU accepts (FXSAVE's MXCSR_MASK; 0xffbf where it stores 0). A
+// set bit outside it makes FXRSTOR and XRSTOR fault.
+uint32_t HostMxcsrMask();
 
-}  // namespace usentry::platform::ptrace
+}  // namespace usentry::platform
 
-#endif  // USENTRY_PLATFORM_PTRACE_XSAVE_LAYOUT_H_
+#endif  // USENTRY_PLATFORM_XSAVE_LAYOUT_H_

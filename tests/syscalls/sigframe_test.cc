@@ -1,0 +1,123 @@
+// rt_sigreturn with an FP state the handler changed: what Linux restores and what it
+// refuses with SIGSEGV (the cases the syscall fuzzer found to differ, docs/fuzzing.md).
+// Each case runs in a child, whose death by signal is the result.
+#include <signal.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "gtest/gtest.h"
+
+namespace {
+
+using Edit = void (*)(ucontext_t* uc);
+Edit g_edit;
+
+uint8_t* FpImage(ucontext_t* uc) { return reinterpret_cast<uint8_t*>(uc->uc_mcontext.fpregs); }
+
+void EditFrame(int, siginfo_t*, void* ctx) { g_edit(static_cast<ucontext_t*>(ctx)); }
+
+// Runs `edit` on the frame of a SIGUSR1 handler in a child, then `after` there; returns
+// the child's wait status. The child exits 0 when `after` returns true, 1 otherwise.
+int RunEdited(
+    Edit edit, bool (*after)() = [] { return true; }) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    g_edit = edit;
+    struct sigaction sa = {};
+    sa.sa_sigaction = EditFrame;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR1, &sa, nullptr);
+    raise(SIGUSR1);
+    _exit(after() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+bool KilledBySegv(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV; }
+bool ExitedZero(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+uint64_t Header(ucontext_t* uc, int word) {
+  uint64_t v;
+  memcpy(&v, FpImage(uc) + 512 + 8 * word, 8);
+  return v;
+}
+void SetHeader(ucontext_t* uc, int word, uint64_t v) {
+  memcpy(FpImage(uc) + 512 + 8 * word, &v, 8);
+}
+
+uint32_t Mxcsr() {
+  uint32_t m;
+  asm volatile("stmxcsr %0" : "=m"(m));
+  return m;
+}
+
+uint32_t MxcsrMask() {
+  alignas(16) uint8_t area[512] = {};
+  asm volatile("fxsave64 %0" : "=m"(area));
+  uint32_t m;
+  memcpy(&m, area + 28, 4);
+  return m != 0 ? m : 0xffbf;
+}
+
+TEST(SigframeTest, ReservedMxcsrBitIsSigsegv) {
+  EXPECT_TRUE(
+      KilledBySegv(RunEdited([](ucontext_t* uc) { uc->uc_mcontext.fpregs->mxcsr |= 1u << 31; })));
+}
+
+TEST(SigframeTest, AllowedMxcsrBitIsRestored) {
+  // Flush-to-zero (bit 15) is valid everywhere; denormals-are-zero (bit 6) where the mask
+  // has it. -ffast-math programs run with both set.
+  static uint32_t want;
+  want = 0x8000 | (MxcsrMask() & 0x40);
+  const int status = RunEdited([](ucontext_t* uc) { uc->uc_mcontext.fpregs->mxcsr |= want; },
+                               [] { return (Mxcsr() & want) == want; });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
+TEST(SigframeTest, XmmChangedInTheFrameIsRestored) {
+  const int status = RunEdited(
+      [](ucontext_t* uc) {
+        const uint64_t v = 0x1122334455667788;
+        memcpy(&uc->uc_mcontext.fpregs->_xmm[3], &v, 8);
+      },
+      [] {
+        uint64_t got;
+        asm volatile("movq %%xmm3, %0" : "=r"(got));
+        return got == 0x1122334455667788;
+      });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
+TEST(SigframeTest, XstateBvOutsideXcr0IsSigsegv) {
+  EXPECT_TRUE(KilledBySegv(
+      RunEdited([](ucontext_t* uc) { SetHeader(uc, 0, Header(uc, 0) | 1ull << 63); })));
+}
+
+TEST(SigframeTest, NonzeroXcompBvInStandardFormIsSigsegv) {
+  EXPECT_TRUE(KilledBySegv(RunEdited([](ucontext_t* uc) { SetHeader(uc, 1, 1); })));
+}
+
+TEST(SigframeTest, ReservedHeaderWordAfterXcompBvIsSigsegv) {
+  EXPECT_TRUE(KilledBySegv(RunEdited([](ucontext_t* uc) { SetHeader(uc, 2, 1); })));
+}
+
+TEST(SigframeTest, HeaderBytesXrstorIgnoresAreIgnored) {
+  const int status = RunEdited([](ucontext_t* uc) {
+    for (int w = 3; w < 8; ++w) SetHeader(uc, w, ~uint64_t{0});
+  });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
+TEST(SigframeTest, MisalignedFpStateIsSigsegv) {
+  EXPECT_TRUE(KilledBySegv(RunEdited([](ucontext_t* uc) {
+    uc->uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(FpImage(uc) + 1);
+  })));
+}
+
+}  // namespace
