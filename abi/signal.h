@@ -373,6 +373,12 @@ static_assert(offsetof(StackT, size) == 16);
 
 // ---- Signal frame ----------------------------------------------------------------
 
+// x86-64 Linux's user segment selectors (__USER_CS, __USER32_CS, __USER_DS): the only
+// ones a signal frame may name for cs and ss.
+inline constexpr uint16_t kUserCs = 0x33;
+inline constexpr uint16_t kUser32Cs = 0x23;
+inline constexpr uint16_t kUserDs = 0x2b;
+
 // struct sigcontext for x86-64 (arch/x86/include/uapi/asm/sigcontext.h): the
 // registers at the time of the signal, restored by rt_sigreturn.
 struct SigContext {

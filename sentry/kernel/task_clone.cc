@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "abi/signal.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/process_timers.h"
@@ -25,8 +26,6 @@ namespace {
 
 constexpr uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
                                      CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
-constexpr uint64_t kUserCs = 0x33;
-constexpr uint64_t kUserSs = 0x2b;
 
 void ReleaseVforkParent(ThreadGroup& tg) {
   if (!tg.vfork_pending) return;
@@ -187,8 +186,8 @@ void ResetRegistersForExec(Task& t, uint64_t entry, uint64_t sp) {
   memset(&regs.gp, 0, sizeof(regs.gp));
   regs.gp.rip = entry;
   regs.gp.rsp = sp;
-  regs.gp.cs = kUserCs;
-  regs.gp.ss = kUserSs;
+  regs.gp.cs = abi::kUserCs;
+  regs.gp.ss = abi::kUserDs;
   regs.gp.eflags = 0x202;  // IF set, as the CPU requires for user mode
   regs.gp.orig_rax = static_cast<uint64_t>(-1);
   // A new image starts with the initial FPU state of its new stub.

@@ -114,8 +114,10 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
   sc.rdi = gp.rdi, sc.rsi = gp.rsi, sc.rbp = gp.rbp, sc.rbx = gp.rbx;
   sc.rdx = gp.rdx, sc.rax = gp.rax, sc.rcx = gp.rcx, sc.rsp = gp.rsp, sc.rip = gp.rip;
   sc.eflags = gp.eflags;
-  sc.cs = static_cast<uint16_t>(gp.cs);
-  sc.ss = static_cast<uint16_t>(gp.ss);
+  // What the app runs with on every platform (they force these), whatever the saved
+  // registers say: SignalReturn checks them.
+  sc.cs = abi::kUserCs;
+  sc.ss = abi::kUserDs;
   sc.oldmask = saved_mask;
   if (sig == SIGSEGV || sig == SIGBUS) {
     sc.cr2 = reinterpret_cast<uint64_t>(info.si_addr);
@@ -145,6 +147,16 @@ SysStatus SignalReturn(Task& t) {
   RtSigframe f;
   RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(frame), &f, sizeof(f)));
   const SigContext& sc = f.uc.mcontext;
+
+  // Linux restores cs and, with kUcStrictRestoreSs (its frames carry it), ss with RPL 3,
+  // and the return to user mode faults on any but user segments; without the flag a
+  // bad ss is replaced. gs and fs are ignored. A 32-bit cs is accepted but, as
+  // everywhere here, the app goes on in 64-bit mode.
+  const uint16_t cs = sc.cs | 3;
+  if (cs != abi::kUserCs && cs != abi::kUser32Cs) return Errno{EFAULT};
+  if ((f.uc.flags & abi::kUcStrictRestoreSs) != 0 && (sc.ss | 3) != abi::kUserDs) {
+    return Errno{EFAULT};
+  }
 
   if (sc.fpstate != 0) {
     if (!regs.fp_valid) {

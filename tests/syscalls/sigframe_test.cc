@@ -120,4 +120,54 @@ TEST(SigframeTest, MisalignedFpStateIsSigsegv) {
   })));
 }
 
+// CSGSFS: cs, gs, fs and ss, 16 bits each. Linux restores cs and (with
+// UC_STRICT_RESTORE_SS, which its frames carry) ss, forcing RPL 3; returning to user
+// mode through a selector that is not a user segment faults. gs and fs are ignored.
+uint16_t Selector(ucontext_t* uc, int i) {
+  return static_cast<uint16_t>(uc->uc_mcontext.gregs[REG_CSGSFS] >> (16 * i));
+}
+void SetSelector(ucontext_t* uc, int i, uint16_t v) {
+  auto& r = uc->uc_mcontext.gregs[REG_CSGSFS];
+  r = static_cast<greg_t>((static_cast<uint64_t>(r) & ~(uint64_t{0xffff} << (16 * i))) |
+                          uint64_t{v} << (16 * i));
+}
+constexpr int kCs = 0, kGs = 1, kFs = 2, kSs = 3;
+
+TEST(SigframeTest, AllOnesCsgsfsIsSigsegv) {
+  EXPECT_TRUE(KilledBySegv(
+      RunEdited([](ucontext_t* uc) { uc->uc_mcontext.gregs[REG_CSGSFS] = ~greg_t{0}; })));
+}
+
+TEST(SigframeTest, DataSegmentAsCsIsSigsegv) {
+  EXPECT_TRUE(
+      KilledBySegv(RunEdited([](ucontext_t* uc) { SetSelector(uc, kCs, Selector(uc, kSs)); })));
+}
+
+TEST(SigframeTest, CsRplIsForcedToThree) {
+  const int status =
+      RunEdited([](ucontext_t* uc) { SetSelector(uc, kCs, Selector(uc, kCs) & ~3); });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
+TEST(SigframeTest, GsAndFsFieldsAreIgnored) {
+  const int status = RunEdited([](ucontext_t* uc) {
+    SetSelector(uc, kGs, 0xffff);
+    SetSelector(uc, kFs, 0xffff);
+  });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
+TEST(SigframeTest, CodeSegmentAsSsIsSigsegvWithStrictRestore) {
+  EXPECT_TRUE(
+      KilledBySegv(RunEdited([](ucontext_t* uc) { SetSelector(uc, kSs, Selector(uc, kCs)); })));
+}
+
+TEST(SigframeTest, BadSsIsRepairedWithoutStrictRestore) {
+  const int status = RunEdited([](ucontext_t* uc) {
+    SetSelector(uc, kSs, Selector(uc, kCs));
+    uc->uc_flags &= ~0x4UL;  // UC_STRICT_RESTORE_SS
+  });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
 }  // namespace
