@@ -27,9 +27,9 @@
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "platform/ptrace/ptrace_platform.h"
-#include "platform/xsave_layout.h"
 #include "platform/systrap/systrap_platform.h"
 #include "platform/test_machine.h"
+#include "platform/xsave_layout.h"
 #include "xbyak/xbyak.h"
 
 namespace usentry::platform {
@@ -351,8 +351,7 @@ TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
   EXPECT_LE(regs_.fp_size, kFpStateSize);
   // Both platforms show what a host signal frame holds, even where ptrace's register
   // set is larger (AMX tile data).
-  EXPECT_EQ(regs_.fp_size,
-            SignalFrameXsaveSize(HostXsaveFeatures(), HostXsaveComponent));
+  EXPECT_EQ(regs_.fp_size, HostSignalFrameXsave().size);
   uint32_t mxcsr;
   std::memcpy(&mxcsr, regs_.fp + 24, 4);
   EXPECT_EQ(mxcsr & 0xffc0, 0x1f80u);  // exceptions masked, round to nearest

@@ -17,25 +17,17 @@ constexpr int kLastComponent = 63;
 
 }  // namespace
 
-uint64_t SignalFrameXsaveFeatures(uint64_t features,
-                                  absl::FunctionRef<XsaveComponent(int index)> component) {
-  uint64_t kept = features & 3;
-  for (int i = kFirstExtended; i <= kLastComponent; ++i) {
-    if ((features >> i & 1) != 0 && !component(i).dynamic) kept |= uint64_t{1} << i;
-  }
-  return kept;
-}
-
-size_t SignalFrameXsaveSize(uint64_t features,
-                            absl::FunctionRef<XsaveComponent(int index)> component) {
-  size_t end = kLegacyAndHeader;
+SignalFrameXsave SignalFrameXsaveOf(uint64_t features,
+                                    absl::FunctionRef<XsaveComponent(int index)> component) {
+  SignalFrameXsave out{.features = features & 3, .size = kLegacyAndHeader};
   for (int i = kFirstExtended; i <= kLastComponent; ++i) {
     if ((features >> i & 1) == 0) continue;
     const XsaveComponent c = component(i);
     if (c.dynamic) continue;
-    end = std::max(end, size_t{c.offset} + c.size);
+    out.features |= uint64_t{1} << i;
+    out.size = std::max(out.size, size_t{c.offset} + c.size);
   }
-  return end;
+  return out;
 }
 
 uint64_t HostXsaveFeatures() {
@@ -50,6 +42,11 @@ XsaveComponent HostXsaveComponent(int index) {
   unsigned a = 0, b = 0, c = 0, d = 0;
   __cpuid_count(0xd, index, a, b, c, d);
   return XsaveComponent{.size = a, .offset = b, .dynamic = (c & 4) != 0};
+}
+
+const SignalFrameXsave& HostSignalFrameXsave() {
+  static const SignalFrameXsave frame = SignalFrameXsaveOf(HostXsaveFeatures(), HostXsaveComponent);
+  return frame;
 }
 
 uint32_t HostMxcsrMask() {

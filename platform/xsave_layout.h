@@ -21,19 +21,19 @@ struct XsaveComponent {
   bool dynamic = false;  // ECX bit 2: XFD-capable, enabled per task on request (AMX tiles)
 };
 
-// Bytes of a standard-format XSAVE image holding every component in `features` that
-// `component` does not call dynamic: legacy area and header, then up to the end of the
-// last such component.
-size_t SignalFrameXsaveSize(uint64_t features,
-                            absl::FunctionRef<XsaveComponent(int index)> component);
-
-// The same for features also masked to those kept: `features` minus dynamic components.
-uint64_t SignalFrameXsaveFeatures(uint64_t features,
-                                  absl::FunctionRef<XsaveComponent(int index)> component);
+// The part of a standard-format XSAVE image a signal frame holds.
+struct SignalFrameXsave {
+  uint64_t features = 0;  // the components in it: the given ones minus dynamic ones
+  size_t size = 0;        // legacy area and header, then up to the end of the last one
+};
+SignalFrameXsave SignalFrameXsaveOf(uint64_t features,
+                                    absl::FunctionRef<XsaveComponent(int index)> component);
 
 // This CPU: XCR0 and CPUID leaf 0DH.
 uint64_t HostXsaveFeatures();
 XsaveComponent HostXsaveComponent(int index);
+// SignalFrameXsaveOf this CPU, read once (CPUID traps to the hypervisor in a VM).
+const SignalFrameXsave& HostSignalFrameXsave();
 // The MXCSR bits this CPU accepts (FXSAVE's MXCSR_MASK; 0xffbf where it stores 0). A
 // set bit outside it makes FXRSTOR and XRSTOR fault.
 uint32_t HostMxcsrMask();

@@ -13,8 +13,8 @@ namespace {
 
 // CPUID leaf 0DH of a Sapphire Rapids part (XCR0 0x602e7): AVX, AVX-512, PKRU and AMX.
 const std::map<int, XsaveComponent> kSapphireRapids = {
-    {2, {256, 576, false}},   {5, {64, 1088, false}},  {6, {512, 1152, false}},
-    {7, {1024, 1664, false}}, {9, {8, 2688, false}},   {17, {64, 2752, false}},
+    {2, {256, 576, false}},   {5, {64, 1088, false}}, {6, {512, 1152, false}},
+    {7, {1024, 1664, false}}, {9, {8, 2688, false}},  {17, {64, 2752, false}},
     {18, {8192, 2816, true}},
 };
 constexpr uint64_t kSapphireRapidsXcr0 = 0x602e7;
@@ -28,15 +28,16 @@ TEST(XsaveLayoutTest, AmxTileDataIsLeftOutOfTheSignalFrame) {
   auto spr = [](int i) { return FromTable(kSapphireRapids, i); };
   // The kernel's signal frames on such a CPU: 2816 bytes, TILECFG in, TILEDATA out;
   // PTRACE_GETREGSET returns all 11008.
-  EXPECT_EQ(SignalFrameXsaveSize(kSapphireRapidsXcr0, spr), 2816u);
-  EXPECT_EQ(SignalFrameXsaveFeatures(kSapphireRapidsXcr0, spr), kSapphireRapidsXcr0 & ~(1u << 18));
+  const SignalFrameXsave frame = SignalFrameXsaveOf(kSapphireRapidsXcr0, spr);
+  EXPECT_EQ(frame.size, 2816u);
+  EXPECT_EQ(frame.features, kSapphireRapidsXcr0 & ~(1u << 18));
 }
 
 TEST(XsaveLayoutTest, SizeEndsAtTheLastEnabledComponent) {
   auto spr = [](int i) { return FromTable(kSapphireRapids, i); };
-  EXPECT_EQ(SignalFrameXsaveSize(0x3, spr), 576u);    // x87 and SSE: legacy area + header
-  EXPECT_EQ(SignalFrameXsaveSize(0x7, spr), 832u);    // + AVX
-  EXPECT_EQ(SignalFrameXsaveSize(0x207, spr), 2696u);  // + PKRU, past the AVX-512 gap
+  EXPECT_EQ(SignalFrameXsaveOf(0x3, spr).size, 576u);     // x87 and SSE: legacy area + header
+  EXPECT_EQ(SignalFrameXsaveOf(0x7, spr).size, 832u);     // + AVX
+  EXPECT_EQ(SignalFrameXsaveOf(0x207, spr).size, 2696u);  // + PKRU, past the AVX-512 gap
 }
 
 uint32_t g_frame_magic1;
@@ -58,7 +59,7 @@ TEST(XsaveLayoutTest, HostSizeIsWhatTheKernelPutsInASignalFrame) {
   raise(SIGUSR1);
   ASSERT_EQ(sigaction(SIGUSR1, &old, nullptr), 0);
   ASSERT_EQ(g_frame_magic1, 0x46505853u);  // FP_XSTATE_MAGIC1: the frame holds XSAVE state
-  EXPECT_EQ(SignalFrameXsaveSize(HostXsaveFeatures(), HostXsaveComponent), g_frame_xstate_size);
+  EXPECT_EQ(HostSignalFrameXsave().size, g_frame_xstate_size);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <utility>
 
+#include "abi/signal.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 
@@ -20,9 +21,6 @@ namespace usentry::platform::ptrace {
 namespace {
 
 constexpr uint64_t kPageMask = kStubPageSize - 1;
-// x86-64 user code and stack segment selectors (__USER_CS, __USER_DS).
-constexpr uint64_t kUserCs = 0x33;
-constexpr uint64_t kUserSs = 0x2b;
 // Stop signal of a syscall stop with PTRACE_O_TRACESYSGOOD.
 constexpr int kSyscallStop = SIGTRAP | 0x80;
 
@@ -265,8 +263,8 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
   if (gp.cs == 0 && gp.ss == 0) gp.ds = gp.es = gp.fs = gp.gs = 0;  // fresh Registers
   // Always 64-bit user mode: a far jump into a compat code segment does not survive
   // a trap (the sandbox runs x86-64 code only).
-  gp.cs = kUserCs;
-  gp.ss = kUserSs;
+  gp.cs = abi::kUserCs;
+  gp.ss = abi::kUserDs;
   // See ptrace_platform.h: no host syscall restart on the app's registers.
   gp.orig_rax = ~uint64_t{0};
   RETURN_IF_ERROR(sp.ExplainFailure(sp.SetRegs(gp), "before running app code"));

@@ -17,8 +17,8 @@
 #include "base/status_macros.h"
 #include "base/sys_result.h"
 #include "platform/ptrace/stub_filter.h"
-#include "platform/xsave_layout.h"
 #include "platform/stub_process.h"
+#include "platform/xsave_layout.h"
 
 namespace usentry::platform::ptrace {
 namespace {
@@ -31,6 +31,14 @@ constexpr int kMaxSpuriousStops = 100;
 constexpr size_t kMxcsrOffset = 24;
 // Offset of XSTATE_BV, the first word of the XSAVE header.
 constexpr size_t kXstateBvOffset = 512;
+
+// Keeps only `features` in an XSAVE image's XSTATE_BV.
+void MaskXstateBv(uint8_t* image, uint64_t features) {
+  uint64_t xstate_bv;
+  std::memcpy(&xstate_bv, image + kXstateBvOffset, sizeof(xstate_bv));
+  xstate_bv &= features;
+  std::memcpy(image + kXstateBvOffset, &xstate_bv, sizeof(xstate_bv));
+}
 
 const char* SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -106,9 +114,8 @@ absl::Status Subprocess::FinishSetup() {
   size_t len = probe.size();
   RETURN_IF_ERROR(GetXstate(probe.data(), len));
   xstate_size_ = len;
-  frame_xstate_features_ = SignalFrameXsaveFeatures(HostXsaveFeatures(), HostXsaveComponent);
-  frame_xstate_size_ =
-      std::min(xstate_size_, SignalFrameXsaveSize(frame_xstate_features_, HostXsaveComponent));
+  frame_xstate_features_ = HostSignalFrameXsave().features;
+  frame_xstate_size_ = std::min(xstate_size_, HostSignalFrameXsave().size);
   if (frame_xstate_size_ < xstate_size_) xstate_scratch_.resize(xstate_size_);
   // The child inherited the sentry thread's FPU/SSE/AVX registers, which hold sentry
   // data (memcpy goes through vector registers). Reset them to the architectural
@@ -320,10 +327,7 @@ absl::Status Subprocess::GetFrameXstate(uint8_t* buf) {
   size_t len = xstate_scratch_.size();
   RETURN_IF_ERROR(GetXstate(xstate_scratch_.data(), len));
   std::memcpy(buf, xstate_scratch_.data(), frame_xstate_size_);
-  uint64_t xstate_bv;
-  std::memcpy(&xstate_bv, buf + kXstateBvOffset, sizeof(xstate_bv));
-  xstate_bv &= frame_xstate_features_;
-  std::memcpy(buf + kXstateBvOffset, &xstate_bv, sizeof(xstate_bv));
+  MaskXstateBv(buf, frame_xstate_features_);
   return absl::OkStatus();
 }
 
@@ -332,10 +336,7 @@ absl::Status Subprocess::SetFrameXstate(const uint8_t* buf) {
   // Components past the frame's end go back to their initial state: XSTATE_BV says so.
   std::memcpy(xstate_scratch_.data(), buf, frame_xstate_size_);
   std::fill(xstate_scratch_.begin() + frame_xstate_size_, xstate_scratch_.end(), 0);
-  uint64_t xstate_bv;
-  std::memcpy(&xstate_bv, xstate_scratch_.data() + kXstateBvOffset, sizeof(xstate_bv));
-  xstate_bv &= frame_xstate_features_;
-  std::memcpy(xstate_scratch_.data() + kXstateBvOffset, &xstate_bv, sizeof(xstate_bv));
+  MaskXstateBv(xstate_scratch_.data(), frame_xstate_features_);
   return SetXstate(xstate_scratch_.data(), xstate_scratch_.size());
 }
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "abi/signal.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/seqpacket.h"
@@ -42,9 +43,6 @@ constexpr long kTickNanos = 50 * 1000 * 1000;
 // An app that ignores Interrupt() this many ticks (its stub thread blocked the host
 // interrupt signal, which only hostile code does) gets its stub SIGKILLed.
 constexpr int kInterruptTicksBeforeKill = 40;
-// x86-64 user code and stack segment selectors.
-constexpr uint64_t kUserCs = 0x33;
-constexpr uint64_t kUserSs = 0x2b;
 // Page-fault error code bits (the frame's REG_ERR when REG_TRAPNO is 14).
 constexpr uint64_t kPfWrite = 1 << 1;
 constexpr uint64_t kPfInstr = 1 << 4;
@@ -746,8 +744,8 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFast(Registers& regs) {
   g.rsp = h->fast_rsp;
   g.rip = r[kFastRcx];
   g.eflags = h->fast_rflags;
-  g.cs = kUserCs;
-  g.ss = kUserSs;
+  g.cs = abi::kUserCs;
+  g.ss = abi::kUserDs;
   g.ds = g.es = g.fs = g.gs = 0;
   g.orig_rax = r[kFastRax] & 0xffffffff;  // eax = nr (the trampoline's mov)
   g.rax = static_cast<uint64_t>(-ENOSYS);
@@ -812,8 +810,8 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
   g.rsp = gregs[REG_RSP];
   g.rip = gregs[REG_RIP];
   g.eflags = gregs[REG_EFL];
-  g.cs = kUserCs;
-  g.ss = kUserSs;
+  g.cs = abi::kUserCs;
+  g.ss = abi::kUserDs;
   g.ds = g.es = g.fs = g.gs = 0;
   g.orig_rax = ~uint64_t{0};
   regs.fp_valid = false;
