@@ -134,6 +134,8 @@ pid_t StartGofer(const SandboxOptions& options, UniqueFd sock, const GoferMain& 
   pid_t pid = fork();
   if (pid != 0) return pid;  // parent (or -1)
 
+  // Named for ps, top and perf, as the stubs are ("usentry-stub").
+  prctl(PR_SET_NAME, "usentry-gofer");
   ResetSignalsInChild(/*ignore_terminal=*/true);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("gofer: prctl(PR_SET_PDEATHSIG)");
   if (getppid() != parent) _exit(125);  // the CLI died before PDEATHSIG was armed
@@ -177,6 +179,7 @@ pid_t StartNetgate(UniqueFd sock, int net_log_fd, const NetgateMain& netgate_mai
   pid_t pid = fork();
   if (pid != 0) return pid;  // parent (or -1)
 
+  prctl(PR_SET_NAME, "usentry-netgate");
   ResetSignalsInChild(/*ignore_terminal=*/true);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail("netgate: prctl(PR_SET_PDEATHSIG)");
   if (getppid() != parent) _exit(125);
@@ -214,6 +217,7 @@ struct SentryChildArgs {
 
 int SentryChild(void* raw) {
   auto* args = static_cast<SentryChildArgs*>(raw);
+  prctl(PR_SET_NAME, "usentry-sentry");  // its threads inherit the name
   ResetSignalsInChild(/*ignore_terminal=*/false);
   close(args->sync_write);
   // The CLI owns the sandbox: if it dies, the sentry (and with it every stub) dies.

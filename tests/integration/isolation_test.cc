@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "tests/integration/runner.h"
 
@@ -239,10 +241,18 @@ TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
   }
   close(out[0]);
   std::set<pid_t> tree = ProcessTree(cli);
+  // Each is named for ps, top and perf.
+  std::set<std::string> names;
+  for (pid_t pid : tree) {
+    names.insert(std::string(absl::StripTrailingAsciiWhitespace(
+        ReadHostFile(absl::StrCat("/proc/", pid, "/comm")))));
+  }
   kill(cli, SIGKILL);
   waitpid(cli, nullptr, 0);
   ASSERT_EQ(got, "ready\n") << "the sandboxed shell did not start";
   EXPECT_GE(tree.size(), 3u) << "expected the CLI, the gofer and the sentry";
+  EXPECT_TRUE(names.count("usentry-gofer")) << absl::StrJoin(names, " ");
+  EXPECT_TRUE(names.count("usentry-sentry")) << absl::StrJoin(names, " ");
   std::vector<pid_t> left;
   for (int tries = 0; tries < 100; ++tries) {
     left.clear();
