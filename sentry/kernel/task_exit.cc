@@ -60,12 +60,9 @@ void GroupExited(Kernel& k, const std::shared_ptr<ThreadGroup>& tg) {
   tg->children.clear();
 
   if (tg->pid() == 1) {
-    // The run ends with init: every other process is killed (PID-namespace semantics).
+    // The run ends with init; every other process was killed as its last thread left.
     k.init_exited = true;
     k.init_wait_status = tg->exit_status;
-    for (auto& other : k.ThreadGroups()) {
-      if (other != tg && !other->zombie) ExitGroup(*other, SIGKILL);
-    }
     k.init_exit_cv.SignalAll();
     return;
   }
@@ -175,6 +172,15 @@ void TaskExited(Task& t) {
   }
   // The group's CPU time and size, read while its stub process is still there.
   if (tg->tasks.size() == 1) tg->AccountImage(k.memory_file().fd());
+  if (tg->tasks.size() == 1 && tg->pid() == 1) {
+    // init's last thread: the run ends here, and every other process is killed
+    // (PID-namespace semantics). Killed first, none runs on to find the memory file
+    // refusing allocations; then no address space's pages need giving back.
+    for (auto& other : k.ThreadGroups()) {
+      if (other != tg && !other->zombie) ExitGroup(*other, SIGKILL);
+    }
+    k.memory_file().EndRun();
+  }
   // The address space (a stub process under ptrace) must die on this thread.
   t.ctx.reset();
   t.set_mm(nullptr);

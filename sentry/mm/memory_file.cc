@@ -48,7 +48,7 @@ MemoryFile::~MemoryFile() { munmap(base_, capacity_); }
 
 std::shared_ptr<MemoryRange> MemoryFile::Allocate(uint64_t len) {
   len = (len + kPageSize - 1) & ~(kPageSize - 1);
-  if (len == 0) return nullptr;
+  if (len == 0 || run_ended_.load(std::memory_order_relaxed)) return nullptr;
   absl::MutexLock l(&mu_);
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second < len) continue;
@@ -67,7 +67,12 @@ void MemoryFile::Decommit(uint64_t offset, uint64_t len) {
             static_cast<off_t>(len));
 }
 
+void MemoryFile::Release(uint64_t offset, uint64_t len) {
+  if (!run_ended_.load(std::memory_order_relaxed)) Decommit(offset, len);
+}
+
 void MemoryFile::Free(uint64_t offset, uint64_t len) {
+  if (run_ended_.load(std::memory_order_relaxed)) return;  // never reused: see EndRun
   Decommit(offset, len);
   absl::MutexLock l(&mu_);
   auto next = free_.lower_bound(offset);

@@ -84,7 +84,7 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
     // Private pages belong to this VMA alone (unless copy-on-write, when another address
     // space may still map them): give them back to the host now.
     if (!v.shared && !v.cow && v.range && v.range.get() != keep) {
-      mf_->Decommit(v.range->offset() + v.range_off, v.end - v.start);
+      mf_->Release(v.range->offset() + v.range_off, v.end - v.start);
     }
     it = vmas_.erase(it);
   }

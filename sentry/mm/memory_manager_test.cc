@@ -2,6 +2,7 @@
 #include "sentry/mm/memory_manager.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <functional>
@@ -198,6 +199,43 @@ TEST_F(MemoryManagerTest, DontNeedZeroesPrivateAnonymousPages) {
   uint32_t v = 5;
   ASSERT_TRUE(mm_->CopyIn(a, &v, 4).ok());
   EXPECT_EQ(v, 0u);
+}
+
+// The host pages the memory file holds (lseek's SEEK_DATA walk).
+uint64_t ResidentBytes(const MemoryFile& mf) {
+  uint64_t total = 0;
+  off_t pos = 0;
+  while (true) {
+    off_t data = lseek(mf.fd(), pos, SEEK_DATA);
+    if (data < 0) return total;  // ENXIO: no more data
+    off_t hole = lseek(mf.fd(), data, SEEK_HOLE);
+    total += static_cast<uint64_t>(hole - data);
+    pos = hole;
+  }
+}
+
+TEST_F(MemoryManagerTest, MunmapGivesThePagesBackUntilTheRunEnds) {
+  const uint64_t len = 4 * kPageSize;
+  GuestAddr a = Map(len);
+  std::vector<uint8_t> ones(len, 1);
+  ASSERT_TRUE(mm_->CopyOut(a, ones.data(), len).ok());
+  EXPECT_EQ(ResidentBytes(*mf_), len);
+  ASSERT_TRUE(mm_->MUnmap(a, len).ok());
+  EXPECT_EQ(ResidentBytes(*mf_), 0u);
+
+  GuestAddr b = Map(len);
+  ASSERT_TRUE(mm_->CopyOut(b, ones.data(), len).ok());
+  mf_->EndRun();
+  ASSERT_TRUE(mm_->MUnmap(b, len).ok());
+  EXPECT_EQ(ResidentBytes(*mf_), len);  // left for the sentry's exit to free
+  // And nothing is handed out again, so those stale pages never reach a mapping.
+  MMapOpts o;
+  o.len = kPageSize;
+  o.prot = PROT_READ | PROT_WRITE;
+  o.flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  auto r = mm_->MMap(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), ENOMEM);
 }
 
 // File mappings are read where they are touched, a 64 KiB chunk at a time, whether the
