@@ -11,8 +11,28 @@
 
 namespace usentry::sentry::mm {
 
+namespace {
+
+// Reads the file bytes behind [addr, addr+len) of unfilled `v` into `dst`; zeros past
+// the file's end, as the filled pages would hold.
+SysStatus ReadUnfilled(const Vma& v, uint64_t addr, uint8_t* dst, size_t len) {
+  const uint64_t file_off = v.file_off + (addr - v.start);
+  for (size_t pos = 0; pos < len;) {
+    ASSIGN_OR_RETURN_ERRNO(uint64_t got, v.lazy_fill(dst + pos, len - pos, file_off + pos));
+    if (got == 0) {
+      memset(dst + pos, 0, len - pos);
+      break;
+    }
+    pos += std::min<uint64_t>(got, len - pos);
+  }
+  return SysOk();
+}
+
+}  // namespace
+
 SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, bool force,
-                                const std::function<void(uint8_t*, size_t, size_t)>& fn) const {
+                                const std::function<void(uint8_t*, size_t, size_t)>& fn,
+                                uint8_t* read_into) const {
   uint64_t a = addr.value();
   // (Not bounded by max_user(): the vDSO block may lie above it, Vma::host.)
   if (a + n < a) return Errno{EFAULT};
@@ -25,6 +45,16 @@ SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, boo
       if ((v->prot & need) == 0) return Errno{EFAULT};
     }
     uint64_t cur = a + done;
+    if (v->lazy_fill && v->host_file && read_into && !(v->prot & PROT_WRITE)) {
+      // The app reads these bytes from the host's page cache (Vma::host_file), so only
+      // the sentry wants them: read them from the file and leave the chunk unfilled.
+      // Filling it would cost a 64 KiB read and a remap of the app's pages; ld.so's
+      // first access(2) reads its path argument out of libc's read-only data.
+      const size_t chunk = std::min<uint64_t>(n - done, v->end - cur);
+      RETURN_IF_ERRNO(ReadUnfilled(*v, cur, read_into + done, chunk));
+      done += chunk;
+      continue;
+    }
     if (v->lazy_fill) {  // the file's bytes are not there yet (fill.cc)
       RETURN_IF_ERRNO(Fill(cur, std::min<uint64_t>(a + n, v->end)));
       v = FindVma(cur);
@@ -50,8 +80,9 @@ SysStatus MemoryManager::Access(GuestAddr addr, size_t n, mm::Access access, boo
 
 SysStatus MemoryManager::CopyIn(GuestAddr src, void* dst, size_t n) const {
   auto* out = static_cast<uint8_t*>(dst);
-  return Access(src, n, Access::kRead, false,
-                [&](uint8_t* p, size_t len, size_t off) { memcpy(out + off, p, len); });
+  return Access(
+      src, n, Access::kRead, false,
+      [&](uint8_t* p, size_t len, size_t off) { memcpy(out + off, p, len); }, out);
 }
 
 SysStatus MemoryManager::CopyOut(GuestAddr dst, const void* src, size_t n) const {

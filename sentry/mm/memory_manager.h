@@ -73,8 +73,9 @@ struct Vma {
   // The host file lazy_fill reads, opened read-only (MMapOpts::host_file). While the VMA
   // is unfilled and not writable, the platform maps it straight from the host's page
   // cache where it can (AddressSpace::MapHostFile) instead of PROT_NONE: reads and
-  // execution then never fault, and only what the sentry itself reads, a write after
-  // mprotect, or systrap patching a syscall site there fills a chunk.
+  // execution then never fault, and only the sentry writing there or handing the bytes
+  // on (Translate), a write after mprotect, or systrap patching a syscall site there
+  // fills (CopyIn reads the file instead).
   std::shared_ptr<const UniqueFd> host_file;
   // Told when this VMA is made, copied (split, fork) and removed (mapping_observer.h);
   // SysV shm attachments have one, other VMAs none.
@@ -281,8 +282,13 @@ class MemoryManager {
   void MergeAround(uint64_t addr) const;
   // Makes [start, end), made of pieces of one mapping, a single VMA (mremap needs one).
   SysStatus Consolidate(uint64_t start, uint64_t end);
+  // Calls fn(pointer, length, offset into the access) for each piece of [addr, addr+n)
+  // in the memory file, after checking protections (unless `force`), filling unfilled
+  // chunks and breaking copy-on-write for writes. A read that copies to `read_into`
+  // (CopyIn) takes the bytes of unfilled host-file chunks straight from the file there.
   SysStatus Access(GuestAddr addr, size_t n, mm::Access access, bool force,
-                   const std::function<void(uint8_t*, size_t, size_t)>& fn) const;
+                   const std::function<void(uint8_t*, size_t, size_t)>& fn,
+                   uint8_t* read_into = nullptr) const;
 
   MemoryFile* mf_;
   uint64_t max_user_;

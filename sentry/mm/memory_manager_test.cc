@@ -767,7 +767,7 @@ class HostFileTest : public CowTest {
     }
     return true;
   }
-  static constexpr uint64_t kFileSize = 64 * kChunk;
+  static constexpr uint64_t kFileSize = 63 * kChunk + 100;  // ends mid-page
   std::shared_ptr<int> file_ = std::make_shared<int>(0);
   std::shared_ptr<const UniqueFd> host_ = std::make_shared<UniqueFd>();
   std::vector<uint64_t> reads_;
@@ -781,16 +781,38 @@ TEST_F(HostFileTest, UnfilledReadOnlyMappingIsTheHostsPages) {
   EXPECT_TRUE(reads_.empty());
 }
 
-TEST_F(HostFileTest, TheSentryReadingFillsOnlyThatChunk) {
+TEST_F(HostFileTest, TheSentryReadsTheFileAndLeavesTheHostsPages) {
   FakeAddressSpace* as = Activate(*mm_);
-  GuestAddr a = MapFile(4 * kChunk, PROT_READ);
+  GuestAddr a = MapFile(65 * kChunk, PROT_READ);
   // Byte kChunk+5 of the mapping is file offset 2 pages + kChunk + 5: its page number + 1.
   EXPECT_EQ(Byte(*mm_, a + kChunk + 5), (2 * kPageSize + kChunk) / kPageSize + 1);
+  ASSERT_EQ(reads_.size(), 1u);
+  EXPECT_EQ(reads_[0], 2 * kPageSize + kChunk + 5);
+  // Across a page boundary, and past the end of the file (zeros, as filled pages hold).
+  uint8_t two[2] = {};
+  ASSERT_TRUE(mm_->CopyIn(a + kPageSize - 1, two, 2).ok());
+  EXPECT_EQ(two[0], 3);
+  EXPECT_EQ(two[1], 4);
+  const uint64_t past_eof = kFileSize - 2 * kPageSize;
+  uint8_t tail[2] = {9, 9};
+  ASSERT_TRUE(mm_->CopyIn(a + past_eof - 1, tail, 2).ok());
+  EXPECT_EQ(tail[0], static_cast<uint8_t>(kFileSize / kPageSize + 1));
+  EXPECT_EQ(tail[1], 0);
+  EXPECT_TRUE(FromHost(as, a, 65 * kChunk, 2 * kPageSize));
+}
+
+// What write(2) reads out of app memory must be in the memory file (it is handed on as
+// iovecs): that fills exactly the chunk.
+TEST_F(HostFileTest, TranslatingForReadFillsOnlyThatChunk) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr a = MapFile(4 * kChunk, PROT_READ);
+  ASSERT_TRUE(mm_->Translate(a + kChunk + 5, 1, Access::kRead).ok());
   ASSERT_EQ(reads_.size(), 1u);
   EXPECT_EQ(as->pages[(a + kChunk).value()].host_file, nullptr);
   EXPECT_EQ(as->pages[(a + kChunk).value()].prot, PROT_READ);
   EXPECT_TRUE(FromHost(as, a, kChunk, 2 * kPageSize));
   EXPECT_TRUE(FromHost(as, a + 2 * kChunk, 2 * kChunk, 2 * kPageSize + 2 * kChunk));
+  EXPECT_EQ(Byte(*mm_, a + kChunk + 5), (2 * kPageSize + kChunk) / kPageSize + 1);
 }
 
 TEST_F(HostFileTest, MakingItWritableLeavesTheHostsPagesAndBackAgain) {
