@@ -416,9 +416,9 @@ namespace {
 // `mov $imm32, %eax; syscall` and `jmp *abs32` (the patched form).
 constexpr uint8_t kMovEax = 0xb8;
 // A site in host-file code is patched at its this-many-th trap, not its first: patching
-// there first copies the 64 KiB around it into the memory file (~60-90 us on this VM),
-// which ~25 trapped calls (2.5-4.5 us each, against ~0.45 us patched) pay for. Most of
-// a short program's sites (ld.so's, libc's start-up calls) trap once or twice.
+// there first copies the site's page(s) into the memory file and remaps them, which
+// several trapped calls (2.5-4.5 us each, against ~0.45 us patched) pay for. Most of a
+// short program's sites (ld.so's, libc's start-up calls) trap once or twice.
 constexpr uint32_t kHostCodeTrapsBeforeFill = 16;
 constexpr size_t kMaxCountedHostSites = 65536;
 constexpr uint8_t kJmpAbs[3] = {0xff, 0x24, 0x25};

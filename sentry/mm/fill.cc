@@ -7,8 +7,9 @@
 // pages are never touched; reading them all at mmap cost ~0.5 ms per MB here. Unfilled
 // read-only chunks of a host file the platform can map (Vma::host_file) are not even
 // PROT_NONE: the app reads the host's page cache, and a chunk is filled only when its
-// bytes must be in the memory file (the sentry reads them, mprotect makes them
-// writable, systrap patches a syscall site there: FillForPatching). Only where
+// bytes must be in the memory file (the sentry writes them or hands them on as iovecs,
+// mprotect makes them writable, systrap patches a syscall site there: FillForPatching,
+// which fills only the site's pages); CopyIn reads them straight from the file. Only where
 // faults are cheap (Platform::FaultsAreCheap: systrap): a ptrace fault costs more than
 // reading 64 KiB, so there MMap fills the whole mapping at once (set_demand_fill).
 //
@@ -63,6 +64,10 @@ SysStatus MemoryManager::FillAt(uint64_t addr) const {
   if (!v || !v->lazy_fill) return SysOk();
   const uint64_t lo = std::max(v->start, addr & ~(kFaultChunk - 1));
   const uint64_t hi = std::min(v->end, (addr & ~(kFaultChunk - 1)) + kFaultChunk);
+  return FillSpan(lo, hi);
+}
+
+SysStatus MemoryManager::FillSpan(uint64_t lo, uint64_t hi) const {
   SplitAt(lo);
   SplitAt(hi);
   Vma& piece = vmas_.find(lo)->second;
@@ -74,8 +79,21 @@ SysStatus MemoryManager::FillAt(uint64_t addr) const {
 }
 
 void MemoryManager::FillForPatching(uint64_t addr) const {
-  const Vma* v = FindVma(addr);
-  if (v && v->lazy_fill && v->host_file) (void)FillAt(addr);
+  // Only the pages the patch reads and writes, the site's bytes [addr-7, addr+6): the
+  // rest of the chunk stays the host's. Each filled page replaces a host page-cache
+  // mapping, and on a shadow-paged VM zapping a populated page costs ~3-6 us.
+  const uint64_t lo = GuestAddr(addr - 7).PageDown().value();
+  const uint64_t hi = GuestAddr(addr + 6).PageUp().value();
+  for (uint64_t a = lo; a < hi;) {
+    const Vma* v = FindVma(a);
+    if (!v) {
+      a += kPageSize;
+      continue;
+    }
+    const uint64_t stop = std::min(v->end, hi);
+    if (v->lazy_fill && v->host_file) (void)FillSpan(a, stop);
+    a = stop;
+  }
 }
 
 SysStatus MemoryManager::Fill(uint64_t start, uint64_t end) const {

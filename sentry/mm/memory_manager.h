@@ -209,7 +209,7 @@ class MemoryManager {
   enum class FaultResult { kSignal, kResolved, kStale, kNoMemory };
   FaultResult HandleFault(uint64_t addr, bool write, bool exec);
   // The platform could not patch a syscall site at `addr` because its pages are the
-  // host's (Vma::host_file): fill the chunk there, so that the next call is patched.
+  // host's (Vma::host_file): fill the site's pages, so that the next call is patched.
   void FillForPatching(uint64_t addr) const;
   // After a child's address space went away (wait reaped it): read-only cow VMAs that
   // no other address space maps any more stop being cow. That needs no host call (their
@@ -257,6 +257,8 @@ class MemoryManager {
   SysStatus Fill(uint64_t start, uint64_t end) const;
   // Fills the chunk of the unfilled VMA around `addr`.
   SysStatus FillAt(uint64_t addr) const;
+  // Fills [lo, hi), page-aligned and inside one unfilled VMA, and maps it.
+  SysStatus FillSpan(uint64_t lo, uint64_t hi) const;
   // Reads [lo, hi) of unfilled VMA `v` from its file into its pages (not mapping them).
   SysStatus FillPages(const Vma& v, uint64_t lo, uint64_t hi) const;
   // --- copy-on-write (cow.cc) ---
