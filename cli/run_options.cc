@@ -257,6 +257,16 @@ absl::StatusOr<std::vector<std::string>> BuildEnvironment(const std::vector<std:
 absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, const char* term) {
   CLI::App app("usentry: run programs in a user-space kernel sandbox", "usentry");
   app.require_subcommand(1);
+  // `usentry --version`, as most tools take it: the same as `usentry version`. Alone
+  // only; answered before CLI11, which would first ask for the required subcommand.
+  bool version_flag = false;
+  app.add_flag("--version", version_flag, "Print the version (as the version command)");
+  if (!args.empty() && args[0] == "--version") {
+    if (args.size() != 1) return Invalid("--version takes no other arguments");
+    Command command;
+    command.kind = Command::Kind::kVersion;
+    return command;
+  }
 
   RawRunFlags raw;
   CLI::App* run = app.add_subcommand("run", "Run PROGRAM in a fresh sandbox");

@@ -142,6 +142,7 @@ TEST(ParseCommandLineTest, Refusals) {
       {{}, "subcommand"},
       {{"syscalls"}, "--markdown"},
       {{"version", "--", "x"}, "--"},
+      {{"--version", "run", "--", "/bin/true"}, "--version takes no other arguments"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Command> r = Parse(c.args);
@@ -156,6 +157,9 @@ TEST(ParseCommandLineTest, OtherCommands) {
   absl::StatusOr<Command> c = Parse({"version"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->kind, Command::Kind::kVersion);
+  c = Parse({"--version"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, Command::Kind::kVersion);
   c = Parse({"syscalls", "--markdown"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->kind, Command::Kind::kSyscalls);
@@ -163,6 +167,7 @@ TEST(ParseCommandLineTest, OtherCommands) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->kind, Command::Kind::kHelp);
   EXPECT_THAT(c->help, HasSubstr("run"));
+  EXPECT_THAT(c->help, HasSubstr("--version"));
   c = Parse({"run", "--help"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->kind, Command::Kind::kHelp);

@@ -77,6 +77,9 @@ TEST_P(CliTest, VersionAndHelp) {
   RunResult v = Usentry({"version"});
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_THAT(v.out, StartsWith("usentry "));
+  RunResult dv = Usentry({"--version"});
+  EXPECT_EQ(dv.exit_code, 0) << dv.err;
+  EXPECT_EQ(dv.out, v.out);
   RunResult h = Usentry({"run", "--help"});
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_THAT(h.out, HasSubstr("--mount"));
