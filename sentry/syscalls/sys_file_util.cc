@@ -29,7 +29,7 @@ SysResult<std::shared_ptr<vfs::FileDescription>> GetIoFile(Task& task, int fd) {
 }
 
 SysResult<Target> ResolveTarget(Task& task, int dirfd, mm::GuestAddr path_addr, bool follow,
-                                bool empty_path_ok) {
+                                bool empty_path_ok, int open_intent) {
   std::string path;
   // statx(2) accepts a NULL path with AT_EMPTY_PATH (Linux 6.11); so do we.
   if (!(empty_path_ok && path_addr.IsNull())) {
@@ -48,6 +48,7 @@ SysResult<Target> ResolveTarget(Task& task, int dirfd, mm::GuestAddr path_addr, 
     return t;
   }
   ASSIGN_OR_RETURN_ERRNO(vfs::ResolveContext ctx, vfs::ContextAt(task, dirfd, path));
+  ctx.open_flags = open_intent;
   vfs::Vfs& v = task.kernel().vfs();
   // A masked secret is as absent to stat/access/readlink as to open; the denial is
   // recorded the same way (reason "masked secret", op "stat").

@@ -32,8 +32,11 @@ struct Target {
   std::shared_ptr<vfs::FileDescription> file;  // set only for the AT_EMPTY_PATH case
   bool empty_path = false;                     // the AT_EMPTY_PATH case (file may be null)
 };
+// `open_intent`: the open(2) flags the caller expects the program to open the last
+// component with next (ResolveContext::open_flags: a filesystem may open it during the
+// lookup), or -1.
 SysResult<Target> ResolveTarget(Task& task, int dirfd, mm::GuestAddr path_addr, bool follow,
-                                bool empty_path_ok);
+                                bool empty_path_ok, int open_intent = -1);
 // Attributes of a Target.
 SysResult<vfs::Attr> StatTarget(const Target& t);
 

@@ -30,8 +30,11 @@ SyscallResult DoFstatat(Task& task, int dirfd, mm::GuestAddr path, mm::GuestAddr
 SyscallResult DoReadlink(Task& task, int dirfd, mm::GuestAddr path_addr, mm::GuestAddr buf,
                          int64_t size) {
   if (size <= 0) return Errno{EINVAL};
-  // An empty path reads the symlink an O_PATH|O_NOFOLLOW dirfd refers to.
-  ASSIGN_OR_RETURN_ERRNO(Target t, ResolveTarget(task, dirfd, path_addr, false, true));
+  // An empty path reads the symlink an O_PATH|O_NOFOLLOW dirfd refers to. realpath()
+  // readlinks every component, and what is not a symlink is then most often opened for
+  // reading (cc1 readlinks each header before opening it): the lookup may open it too,
+  // which on the gofer's trees saves the open its own round trip.
+  ASSIGN_OR_RETURN_ERRNO(Target t, ResolveTarget(task, dirfd, path_addr, false, true, O_RDONLY));
   if (!t.path.valid()) return Errno{ENOENT};
   vfs::Inode* inode = t.path.inode();
   if (!inode->IsSymlink()) return Errno{t.empty_path ? ENOENT : EINVAL};

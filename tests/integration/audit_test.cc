@@ -274,6 +274,22 @@ TEST_P(AuditTest, RunEndHasExitStatusCountsAndTasks) {
   EXPECT_GE(walks, 1) << Dump();
 }
 
+TEST_P(AuditTest, ReadlinkThenOpenTakesOneGoferRoundTrip) {
+  // realpath() readlinks the file before the program opens it (cc1 does so for every
+  // header): the readlink's lookup opens it too, so the open needs no round trip.
+  RunResult r = RunAudited({kPython, "-c",
+                            "import errno, os\n"
+                            "try:\n"
+                            "    os.readlink('/etc/debian_version')\n"
+                            "except OSError as e:\n"
+                            "    assert e.errno == errno.EINVAL, e\n"
+                            "assert open('/etc/debian_version', 'rb').read()\n"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const Json& end = records_.back();
+  ASSERT_EQ(end.value("event", ""), "run_end") << Dump();
+  EXPECT_EQ(end["gofer_round_trips"].value("open", 0), 0) << Dump();
+}
+
 TEST_P(AuditTest, HostileFileNamesStayOneValidJsonLineEach) {
   RunResult r = RunAudited({kPython, "-c",
                             "open(b'/tmp/a\\nb\\xff\"}{', 'w').write('x')\n"
