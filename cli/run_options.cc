@@ -258,9 +258,10 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args, c
   CLI::App app("usentry: run programs in a user-space kernel sandbox", "usentry");
   app.require_subcommand(1);
   // `usentry --version`, as most tools take it: the same as `usentry version`. Alone
-  // only; answered before CLI11, which would first ask for the required subcommand.
-  bool version_flag = false;
-  app.add_flag("--version", version_flag, "Print the version (as the version command)");
+  // only; answered before CLI11, which would first ask for the required subcommand (the
+  // flag is declared for --help).
+  const std::string version_help = "Print the version (as the version command)";
+  app.add_flag("--version", version_help);
   if (!args.empty() && args[0] == "--version") {
     if (args.size() != 1) return Invalid("--version takes no other arguments");
     Command command;
