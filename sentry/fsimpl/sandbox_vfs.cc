@@ -42,11 +42,28 @@ absl::Status MkdirAll(vfs::Vfs& v, const std::string& path, uint32_t mode) {
   return absl::OkStatus();
 }
 
-// Writes `content` to `path` (created or truncated) as sandbox root.
-absl::Status WriteFile(vfs::Vfs& v, const std::string& path, const std::string& content) {
+// Puts `content` at `path` as sandbox root, in a new file of the writable layer that
+// replaces whatever the view has there without following or even looking at it: a
+// host's /etc/resolv.conf is often a symlink into /run (systemd-resolved), which the
+// view does not have, and a lookup in the lower layer is a gofer round trip per file.
+absl::Status PlaceFile(vfs::Vfs& v, const std::string& path, const std::string& content) {
   static const Credentials kRoot;
   vfs::ResolveContext ctx{&kRoot, v.root(), v.root(), 0};
-  auto f = v.Open(ctx, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const size_t slash = path.rfind('/');
+  auto dir = v.Resolve(ctx, slash == 0 ? "/" : path.substr(0, slash), true);
+  if (!dir.ok()) {
+    return ErrnoError(absl::StrCat("resolve(", path.substr(0, slash), ")"), dir.error());
+  }
+  // Held until the open below has found it (the overlay keeps its children weakly). A
+  // directory that is not the overlay's (none is mounted over at this point) gets a
+  // plain create, which refuses a symlink there (O_NOFOLLOW) rather than follow it.
+  std::shared_ptr<vfs::Inode> placed;
+  if (auto* overlay_dir = dynamic_cast<OverlayInode*>(dir->inode())) {
+    auto made = overlay_dir->Create(path.substr(slash + 1), 0644, 0, 0);
+    if (!made.ok()) return ErrnoError(absl::StrCat("create(", path, ")"), made.error());
+    placed = std::move(made).value();
+  }
+  auto f = v.Open(ctx, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
   if (!f.ok()) return ErrnoError(absl::StrCat("create(", path, ")"), f.error());
   iovec iov{const_cast<char*>(content.data()), content.size()};
   auto n = (*f)->Write(nullptr, absl::MakeConstSpan(&iov, 1), -1);
@@ -110,7 +127,7 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxVfs(gofer::Client& gofer,
     if (!dir.empty()) {
       if (absl::Status st = MkdirAll(*v, dir, 0755); !st.ok()) return st;
     }
-    if (absl::Status st = WriteFile(*v, path, content); !st.ok()) return st;
+    if (absl::Status st = PlaceFile(*v, path, content); !st.ok()) return st;
   }
 
   for (const MountSpec& spec : cfg.mounts) {

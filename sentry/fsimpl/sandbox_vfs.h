@@ -1,9 +1,9 @@
 // Builds the sandbox's filesystem view: "/" = overlay(tmpfs upper, gofer tree "root"
 // lower), a fresh tmpfs at /tmp (1777), empty /dev and /proc directories (devfs/procfs
 // get mounted there by their owners through Vfs::MountAt), the sandbox's own files
-// (/etc/resolv.conf, /etc/hosts, /etc/hostname: written to the upper layer, so they
-// hide the host's and the app may change them), each --mount at its target, and the
-// workdir.
+// (/etc/resolv.conf, /etc/hosts, /etc/hostname: new files of the upper layer, so they
+// hide what the view has there, symlinks included, and the app may change them), each
+// --mount at its target, and the workdir.
 #ifndef USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
 #define USENTRY_SENTRY_FSIMPL_SANDBOX_VFS_H_
 

@@ -1,5 +1,6 @@
 // `usentry` as a user meets it: exit codes (app status, 128+N, 125/126/127), the clean
 // environment, --strace, --workdir, stdin passthrough, and refusals of bad flags.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <set>
@@ -42,6 +43,35 @@ TEST_P(CliTest, RunsWithAddressSpaceRandomizationOff) {
   RunResult r = RunProcess(req);
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_EQ(r.out, "hi\n") << r.Describe();
+}
+
+// A root filesystem whose /etc/resolv.conf and /etc/hosts are symlinks to files the
+// view lacks (systemd-resolved's stub in /run, as on Ubuntu hosts) still starts: the
+// sandbox's own files replace the links in the writable layer instead of following
+// them (it used to exit 125, "create(/etc/resolv.conf) failed: No such file or
+// directory"). The host's links stay as they were.
+TEST_P(CliTest, SandboxFilesReplaceDanglingSymlinksOfTheView) {
+  TempDir root;
+  ASSERT_EQ(mkdir((root.path() + "/bin").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root.path() + "/etc").c_str(), 0755), 0);
+  WriteHostFile(root.path() + "/bin/busybox", ReadHostFile(kBusybox));
+  ASSERT_EQ(chmod((root.path() + "/bin/busybox").c_str(), 0755), 0);
+  const std::string resolv_target = "/run/systemd/resolve/stub-resolv.conf";
+  ASSERT_EQ(symlink(resolv_target.c_str(), (root.path() + "/etc/resolv.conf").c_str()), 0);
+  ASSERT_EQ(symlink("../run/hosts", (root.path() + "/etc/hosts").c_str()), 0);
+  RunResult r = Sandboxed({"/bin/busybox", "sh", "-c",
+                           "cat /etc/resolv.conf /etc/hosts; test -L /etc/hosts && echo IS-LINK; "
+                           "test -e /run && echo HAS-RUN; true"},
+                          {"--rootfs", root.path()});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.out, HasSubstr("nameserver ")) << r.Describe();
+  EXPECT_THAT(r.out, HasSubstr("127.0.0.1\tlocalhost")) << r.Describe();
+  EXPECT_THAT(r.out, Not(HasSubstr("IS-LINK"))) << r.Describe();
+  EXPECT_THAT(r.out, Not(HasSubstr("HAS-RUN"))) << r.Describe();
+  char target[256] = {};
+  ASSERT_GT(readlink((root.path() + "/etc/resolv.conf").c_str(), target, sizeof(target) - 1), 0);
+  EXPECT_EQ(std::string(target), resolv_target);
+  EXPECT_FALSE(HostPathExists(root.path() + "/run"));
 }
 
 TEST_P(CliTest, NotFoundIs127AndNotExecutableIs126) {
