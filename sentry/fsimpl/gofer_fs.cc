@@ -219,7 +219,9 @@ SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
 }
 
 bool GoferInode::KnownAbsent(std::string_view name) const {
-  return absent_.contains(name) || (names_ && !names_->contains(name));
+  // (Debian's Abseil hashes its own string_view, not std's.)
+  return absent_.contains(name) ||
+         (names_ && !names_->contains(absl::string_view(name.data(), name.size())));
 }
 
 Errno GoferInode::Missed(std::string_view name, int err) {
@@ -236,6 +238,7 @@ Errno GoferInode::Missed(std::string_view name, int err) {
 void GoferInode::KeepNames(const std::vector<gofer::DirEntry>& entries) {
   if (!fs_->cache_metadata() || entries.size() > kMaxListedNames) return;
   names_.emplace();
+  names_->reserve(entries.size());
   listing_.emplace();
   listing_->reserve(entries.size());
   for (const gofer::DirEntry& e : entries) {

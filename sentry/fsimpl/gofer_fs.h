@@ -28,6 +28,7 @@
 #include <set>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "base/unique_fd.h"
 #include "gofer/client.h"
 #include "sentry/fsimpl/gofer_mapped.h"
@@ -157,7 +158,7 @@ class GoferInode : public vfs::Inode {
   // module search misses in the same few directories again and again.
   SysStatus ListNames();
   void KeepNames(const std::vector<gofer::DirEntry>& entries);
-  std::optional<std::set<std::string, std::less<>>> names_;
+  std::optional<absl::flat_hash_set<std::string>> names_;
   // With names_: the listing itself, which answers the next ReadDir (an interpreter lists
   // its search directories more than once).
   std::optional<std::vector<vfs::DirEntry>> listing_;

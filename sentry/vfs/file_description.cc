@@ -139,10 +139,11 @@ SysStatus DirectoryDescription::IterateDir(DirEmitter emit) {
     have_snapshot_ = true;
   }
   ASSIGN_OR_RETURN_ERRNO(Attr self, dir->Stat());
+  DirEntry dots;
   while (true) {
-    DirEntry e;
+    const DirEntry* e = &dots;
     if (offset_ == 0) {
-      e = {".", self.ino, DT_DIR};
+      dots = {".", self.ino, DT_DIR};
     } else if (offset_ == 1) {
       uint64_t pino = self.ino;
       const auto& parent = path_.dentry ? path_.dentry->parent() : nullptr;
@@ -150,13 +151,13 @@ SysStatus DirectoryDescription::IterateDir(DirEmitter emit) {
         auto pa = parent->inode()->Stat();
         if (pa.ok()) pino = pa->ino;
       }
-      e = {"..", pino, DT_DIR};
+      dots = {"..", pino, DT_DIR};
     } else if (static_cast<size_t>(offset_ - 2) < snapshot_.size()) {
-      e = snapshot_[offset_ - 2];
+      e = &snapshot_[offset_ - 2];
     } else {
       return SysOk();
     }
-    if (!emit(e, offset_ + 1)) return SysOk();
+    if (!emit(*e, offset_ + 1)) return SysOk();
     ++offset_;
   }
 }
