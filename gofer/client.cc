@@ -79,7 +79,9 @@ SysResult<Node> Client::Walk(Handle dir, std::string_view name) {
 SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name) {
   ASSIGN_OR_RETURN_ERRNO(Request req, WalkRequest(Op::kWalkOpen, dir, name));
   ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
-  return WalkOpened{std::move(r.resp.node), r.resp.open_err, std::move(r.fd)};
+  WalkOpened out{std::move(r.resp.node), std::nullopt, r.resp.open_err, std::move(r.fd)};
+  if (r.resp.has_sibling) out.sibling = std::move(r.resp.sibling);
+  return out;
 }
 
 SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
@@ -95,13 +97,17 @@ SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
     req.names.emplace_back(n);
   }
   ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
-  WalkedPath out{std::move(r.resp.nodes), r.resp.stop_err, r.resp.open_err, std::move(r.fd)};
+  WalkedPath out{std::move(r.resp.nodes), std::nullopt, r.resp.stop_err, r.resp.open_err,
+                 std::move(r.fd)};
+  if (r.resp.has_sibling) out.sibling = std::move(r.resp.sibling);
   // More nodes than names, a stop after the end, or an open that was not asked for:
   // a broken peer (its handles are released; the socket is not trusted again).
   const bool reached_end = out.nodes.size() == names.size();
   if (out.nodes.size() > names.size() || (reached_end && out.stop_err != 0) ||
-      ((!open_last || !reached_end) && (out.open_err != 0 || out.fd.valid()))) {
+      ((!open_last || !reached_end) &&
+       (out.open_err != 0 || out.fd.valid() || out.sibling.has_value()))) {
     for (const Node& n : out.nodes) Close(n.handle);
+    if (out.sibling) Close(out.sibling->handle);
     sock_.reset();
     return Errno{EIO};
   }

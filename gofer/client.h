@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -95,9 +96,12 @@ class Client {
   // Walk, and in the same round trip the Open a read-only open(2) of the node would make
   // next: O_RDONLY for a regular file (its host FD in `fd`), O_RDONLY|O_DIRECTORY for a
   // directory (no FD). `open_err` is that Open's errno (0: it succeeded); other types
-  // are not opened (open_err 0, no FD).
+  // are not opened (open_err 0, no FD). A symlink whose target is one name comes with
+  // that name walked in the same directory as `sibling`, and the open is the sibling's:
+  // the next step of an open(2) that follows the link.
   struct WalkOpened {
     Node node;
+    std::optional<Node> sibling;
     int open_err = 0;
     UniqueFd fd;
   };
@@ -107,10 +111,12 @@ class Client {
   // what was walked, in order (at least names[0]'s; its errno is the call's error).
   // `stop_err` is the errno of names[nodes.size()] when the walk failed there, 0 when it
   // reached the end or a file or symlink ended it. With open_last, the last name gets
-  // WalkOpen's open (open_err, fd) when the walk reached it. At most kMaxWalkNames names.
+  // WalkOpen's open (sibling, open_err, fd) when the walk reached it. At most
+  // kMaxWalkNames names.
   static constexpr size_t kMaxWalkNames = 16;
   struct WalkedPath {
     std::vector<Node> nodes;
+    std::optional<Node> sibling;
     int stop_err = 0;
     int open_err = 0;
     UniqueFd fd;

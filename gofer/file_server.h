@@ -91,8 +91,10 @@ class FileServer {
   // fields, see protocol.h).
   void WalkPath(uint64_t dir, const std::vector<std::string>& names, uint32_t flags, Response& resp,
                 UniqueFd& donate);
-  // WalkOpen's open: the read-only Open a read-only open(2) of `node` makes next.
-  void OpenWalked(const Node& node, Response& resp, UniqueFd& donate);
+  // WalkOpen's open: the read-only Open a read-only open(2) of `node` makes next. A
+  // symlink `node` in `dir` whose target is one name is followed that one step: the
+  // target is walked in `dir` and opened instead (resp.sibling, see protocol.h).
+  void OpenWalked(uint64_t dir, const Node& node, Response& resp, UniqueFd& donate);
   SysResult<UniqueFd> Open(uint64_t node, uint32_t flags);
   SysResult<std::string> Readlink(uint64_t node);
   SysResult<Attr> Stat(uint64_t node);

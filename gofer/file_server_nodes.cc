@@ -54,7 +54,7 @@ void FileServer::WalkOpen(uint64_t dir, const std::string& name, Response& resp,
     return;
   }
   resp.node = *node;
-  OpenWalked(resp.node, resp, donate);
+  OpenWalked(dir, resp.node, resp, donate);
 }
 
 void FileServer::WalkPath(uint64_t dir, const std::vector<std::string>& names, uint32_t flags,
@@ -72,12 +72,25 @@ void FileServer::WalkPath(uint64_t dir, const std::vector<std::string>& names, u
     at = node->handle;
   }
   if ((flags & kWalkPathOpenLast) && resp.nodes.size() == names.size()) {
-    OpenWalked(resp.nodes.back(), resp, donate);
+    const size_t n = resp.nodes.size();
+    OpenWalked(n > 1 ? resp.nodes[n - 2].handle : dir, resp.nodes.back(), resp, donate);
   }
 }
 
-void FileServer::OpenWalked(const Node& node, Response& resp, UniqueFd& donate) {
+void FileServer::OpenWalked(uint64_t dir, const Node& node, Response& resp, UniqueFd& donate) {
   const uint32_t type = node.attr.mode & S_IFMT;
+  if (type == S_IFLNK && !resp.has_sibling && ValidateName(node.link_target).ok()) {
+    // A library's soname link (libz.so.1 -> libz.so.1.2.13), python3 -> python3.11: the
+    // sentry resolves the link itself, in the sandbox's namespace, and its next step is
+    // this walk and open, which then costs no round trip of its own. Nothing is
+    // followed out of `dir`; a name that does not walk is left to that step to report.
+    SysResult<Node> sibling = Walk(dir, node.link_target);
+    if (!sibling.ok()) return;
+    resp.has_sibling = true;
+    resp.sibling = *sibling;
+    OpenWalked(dir, resp.sibling, resp, donate);
+    return;
+  }
   if (type != S_IFREG && type != S_IFDIR) return;
   // Exactly what the sentry's Open of this node would ask.
   SysResult<UniqueFd> fd = Open(node.handle, type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY);

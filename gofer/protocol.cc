@@ -358,6 +358,8 @@ std::string EncodeResponse(const Response& resp) {
       e.NodeFields(resp.node);
       e.U32(static_cast<uint32_t>(resp.open_err));
       e.U8(resp.has_fd);
+      e.U8(resp.has_sibling);
+      if (resp.has_sibling) e.NodeFields(resp.sibling);
       break;
     case Op::kCreate:
       e.NodeFields(resp.node);
@@ -369,6 +371,8 @@ std::string EncodeResponse(const Response& resp) {
       e.U32(static_cast<uint32_t>(resp.stop_err));
       e.U32(static_cast<uint32_t>(resp.open_err));
       e.U8(resp.has_fd);
+      e.U8(resp.has_sibling);
+      if (resp.has_sibling) e.NodeFields(resp.sibling);
       break;
     case Op::kReadlink:
       e.Str(resp.text);
@@ -394,6 +398,14 @@ std::string EncodeResponse(const Response& resp) {
       break;
   }
   return e.Take();
+}
+
+// A WalkOpen's or WalkPath's sibling: only after a symlink whose target is one name.
+static bool DecodeSibling(Decoder& d, const Node& link, Response& resp) {
+  resp.has_sibling = d.Bool();
+  if (!resp.has_sibling) return d.ok();
+  resp.sibling = d.NodeFields();
+  return d.ok() && (link.attr.mode & S_IFMT) == S_IFLNK && ValidateName(link.link_target).ok();
 }
 
 SysResult<Response> DecodeResponse(std::string_view bytes) {
@@ -423,16 +435,19 @@ SysResult<Response> DecodeResponse(std::string_view bytes) {
     case Op::kOpen:
       resp.has_fd = d.Bool();
       break;
-    case Op::kWalkOpen:
+    case Op::kWalkOpen: {
       resp.node = d.NodeFields();
       resp.open_err = static_cast<int32_t>(d.U32());
       resp.has_fd = d.Bool();
+      if (!DecodeSibling(d, resp.node, resp)) return Errno{EBADMSG};
       // An FD only for a regular file that opened.
+      const Node& opened = resp.has_sibling ? resp.sibling : resp.node;
       if (resp.open_err < 0 || resp.open_err >= 4096 ||
-          (resp.has_fd && (resp.open_err != 0 || (resp.node.attr.mode & S_IFMT) != S_IFREG))) {
+          (resp.has_fd && (resp.open_err != 0 || (opened.attr.mode & S_IFMT) != S_IFREG))) {
         return Errno{EBADMSG};
       }
       break;
+    }
     case Op::kCreate:
       resp.node = d.NodeFields();
       resp.has_fd = d.Bool();
@@ -450,12 +465,16 @@ SysResult<Response> DecodeResponse(std::string_view bytes) {
       resp.stop_err = static_cast<int32_t>(d.U32());
       resp.open_err = static_cast<int32_t>(d.U32());
       resp.has_fd = d.Bool();
+      if (!DecodeSibling(d, resp.nodes.back(), resp)) return Errno{EBADMSG};
       const uint32_t last_type = resp.nodes.back().attr.mode & S_IFMT;
+      const uint32_t opened_type =
+          resp.has_sibling ? resp.sibling.attr.mode & S_IFMT : last_type;
       // An error stops the walk only after a directory; an FD only for a regular file
-      // that opened, and never with a stop.
+      // that opened, and neither it nor a sibling with a stop.
       if (resp.stop_err < 0 || resp.stop_err >= 4096 || resp.open_err < 0 ||
           resp.open_err >= 4096 || (resp.stop_err != 0 && last_type != S_IFDIR) ||
-          (resp.has_fd && (resp.stop_err != 0 || resp.open_err != 0 || last_type != S_IFREG))) {
+          (resp.stop_err != 0 && resp.has_sibling) ||
+          (resp.has_fd && (resp.stop_err != 0 || resp.open_err != 0 || opened_type != S_IFREG))) {
         return Errno{EBADMSG};
       }
       break;

@@ -89,15 +89,18 @@ struct Request {
 //   (node = handle attr link_target; link_target is empty unless attr is a symlink's)
 //   Attach   node read_only            Walk/Mkdir/Symlink/Link  node
 //   Open     has_fd                    Create                   node has_fd
-//   WalkOpen node open_err has_fd (open_err: the read-only open's errno, 0 if it
-//            succeeded; only regular files and directories are opened)
+//   WalkOpen node open_err has_fd sibling (open_err: the read-only open's errno, 0 if
+//            it succeeded; only regular files and directories are opened)
 //   Readlink text                      Stat                     node.attr
 //   ReadDir  eof next_cursor u32 count {u64 ino, u8 type, name}*count
 //   WalkPath u32 count node*count stop_err open_err has_fd: the names walked in order,
 //            through directories only (a file or a symlink ends the walk); stop_err is
 //            the errno of the name after the last node, 0 if the walk ended otherwise;
-//            err is names[0]'s errno. open_err/has_fd as WalkOpen's, for the last name
-//            when every name was walked and the request had kWalkPathOpenLast.
+//            err is names[0]'s errno. open_err/has_fd/sibling as WalkOpen's, for the
+//            last name when every name was walked and the request had kWalkPathOpenLast.
+//   sibling = u8 present [node]: when the node to open is a symlink whose target is one
+//            name (no '/'), that name walked in the same directory and opened in its
+//            stead (open_err/has_fd are then the sibling's); absent when that walk failed.
 //   Unlink/Rename/SetAttr  (empty)
 //   Close    no response at all: the client does not wait for it. Messages on the
 //            SEQPACKET socket stay in order, so later responses still pair with their
@@ -114,6 +117,8 @@ struct Response {
   int32_t open_err = 0;     // WalkOpen, WalkPath
   std::vector<Node> nodes;  // WalkPath
   int32_t stop_err = 0;     // WalkPath
+  bool has_sibling = false;  // WalkOpen, WalkPath
+  Node sibling;
   std::string text;
   std::vector<DirEntry> entries;
   bool eof = true;

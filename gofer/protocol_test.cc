@@ -169,6 +169,29 @@ TEST(ProtocolTest, ResponsesRoundTrip) {
   wo.has_fd = false;
   wo.open_err = -1;
   EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+  // A sibling follows a symlink to one name; the FD is then the sibling's.
+  wo.open_err = 0;
+  wo.node.attr.mode = S_IFLNK | 0777;
+  wo.node.link_target = "libz.so.1.2.13";
+  wo.has_sibling = true;
+  wo.sibling.handle = 21;
+  wo.sibling.attr.mode = S_IFREG | 0644;
+  wo.has_fd = true;
+  o = DecodeResponse(EncodeResponse(wo));
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->has_sibling);
+  EXPECT_EQ(o->sibling.handle, 21u);
+  EXPECT_EQ(EncodeResponse(*o), EncodeResponse(wo));
+  // After anything but such a link, or with an FD for a sibling that is no regular
+  // file: a broken peer.
+  wo.node.link_target = "../lib/libz.so.1.2.13";
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+  wo.node.link_target = "libz.so.1.2.13";
+  wo.node.attr.mode = S_IFREG | 0644;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+  wo.node.attr.mode = S_IFLNK | 0777;
+  wo.sibling.attr.mode = S_IFDIR | 0755;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
 
   // WalkPath: nodes through directories, then a stop or the last name's open.
   Response wp;
@@ -199,6 +222,21 @@ TEST(ProtocolTest, ResponsesRoundTrip) {
   wp.stop_err = 0;
   wp.nodes[0].attr.mode = S_IFREG | 0644;
   EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
+  // The last node's sibling, never with a stop.
+  wp.nodes[0].attr.mode = S_IFDIR | 0755;
+  wp.nodes[1].attr.mode = S_IFLNK | 0777;
+  wp.nodes[1].link_target = "python3.11";
+  wp.has_sibling = true;
+  wp.sibling.attr.mode = S_IFREG | 0755;
+  wp.has_fd = true;
+  wpd = DecodeResponse(EncodeResponse(wp));
+  ASSERT_TRUE(wpd.ok());
+  EXPECT_TRUE(wpd->has_sibling);
+  wp.has_fd = false;
+  wp.stop_err = ENOENT;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
+  wp.stop_err = 0;
+  wp.has_sibling = false;
   wp.nodes.clear();
   EXPECT_EQ(DecodeResponse(EncodeResponse(wp)).error(), EBADMSG);
   wp.nodes.resize(kMaxWalkPathNames + 1);

@@ -249,6 +249,20 @@ TEST_F(GoferEscapeTest, WalkPathKeepsMasksAndNeverFollowsSymlinks) {
   ASSERT_TRUE(pw.ok());
   EXPECT_EQ(pw->nodes[0].link_target, "/etc/passwd");
   EXPECT_FALSE(pw->fd.valid());
+  EXPECT_FALSE(pw->sibling.has_value());
+  // The one step a same-directory link is followed keeps the masks: a link to a masked
+  // name gets no sibling, by WalkOpen or WalkPath.
+  ASSERT_EQ(symlink("shadow", tree_.Join("etc/sh").c_str()), 0);
+  ASSERT_EQ(symlink("ssh_host_rsa_key", tree_.Join("etc/ssh/k").c_str()), 0);
+  auto sh = c().WalkPath(root_, {"etc", "sh"}, true);
+  ASSERT_TRUE(sh.ok());
+  ASSERT_EQ(sh->nodes.size(), 2u);
+  EXPECT_FALSE(sh->sibling.has_value());
+  EXPECT_FALSE(sh->fd.valid());
+  auto k = c().WalkOpen(WalkOk(WalkOk(root_, "etc"), "ssh"), "k");
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE(k->sibling.has_value());
+  EXPECT_FALSE(k->fd.valid());
 
   // Hand-made requests: no names, too many, a bad name on the way.
   Request walk;

@@ -238,10 +238,48 @@ TEST_F(GoferServerTest, WalkOpenAnswersTheReadOnlyOpenToo) {
   ASSERT_TRUE(fifo.ok());
   EXPECT_TRUE(S_ISFIFO(fifo->node.attr.mode));
   EXPECT_FALSE(fifo->fd.valid());
+  EXPECT_FALSE(fifo->sibling.has_value());
+
+  // A symlink to a name in the same directory comes with that name walked and opened
+  // (the next step of an open that follows it), in the same round trip; any other
+  // target, or one that does not walk, comes without.
+  ASSERT_EQ(symlink("sub/../existing", rw_.Join("far").c_str()), 0);
+  ASSERT_EQ(symlink("absent", rw_.Join("dangling").c_str()), 0);
+  ASSERT_EQ(symlink("lnk", rw_.Join("lnk2").c_str()), 0);
+  const uint64_t before_links = c().round_trips();
   auto lnk = c().WalkOpen(mount, "lnk");
   ASSERT_TRUE(lnk.ok());
+  EXPECT_EQ(c().round_trips(), before_links + 1);
   EXPECT_EQ(lnk->node.link_target, "existing");
-  EXPECT_FALSE(lnk->fd.valid());
+  ASSERT_TRUE(lnk->sibling.has_value());
+  EXPECT_TRUE(S_ISREG(lnk->sibling->attr.mode));
+  EXPECT_EQ(lnk->sibling->attr.ino, HostStat(rw_.Join("existing")).st_ino);
+  EXPECT_EQ(lnk->open_err, 0);
+  ASSERT_TRUE(lnk->fd.valid());
+  EXPECT_EQ(ReadAll(lnk->fd.get()), "old");
+  EXPECT_TRUE(c().Stat(lnk->sibling->handle).ok());
+  for (const char* name : {"far", "dangling"}) {
+    auto other = c().WalkOpen(mount, name);
+    ASSERT_TRUE(other.ok()) << name;
+    EXPECT_TRUE(S_ISLNK(other->node.attr.mode)) << name;
+    EXPECT_FALSE(other->sibling.has_value()) << name;
+    EXPECT_FALSE(other->fd.valid()) << name;
+  }
+  // One step only: a link to a link comes with the second link, unopened.
+  auto chain = c().WalkOpen(mount, "lnk2");
+  ASSERT_TRUE(chain.ok());
+  ASSERT_TRUE(chain->sibling.has_value());
+  EXPECT_TRUE(S_ISLNK(chain->sibling->attr.mode));
+  EXPECT_EQ(chain->sibling->link_target, "existing");
+  EXPECT_FALSE(chain->fd.valid());
+  // WalkPath's last name gets the same.
+  auto path_lnk = c().WalkPath(mount, {"lnk"}, /*open_last=*/true);
+  ASSERT_TRUE(path_lnk.ok());
+  ASSERT_TRUE(path_lnk->sibling.has_value());
+  EXPECT_TRUE(path_lnk->fd.valid());
+  auto no_open = c().WalkPath(mount, {"lnk"}, /*open_last=*/false);
+  ASSERT_TRUE(no_open.ok());
+  EXPECT_FALSE(no_open->sibling.has_value());
 
   EXPECT_EQ(c().WalkOpen(root, "missing").error(), ENOENT);
   EXPECT_EQ(c().WalkOpen(root, "..").error(), EINVAL);

@@ -170,8 +170,18 @@ SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool o
     w.node = std::move(r).value();
   }
   auto child = std::make_shared<GoferInode>(fs_, std::move(w.node));
-  if (open) child->KeepOpened(w.open_err, std::move(w.fd));
+  if (w.sibling) {
+    KeepSibling(*child->link_target_, std::move(*w.sibling), w.open_err, std::move(w.fd));
+  } else if (open) {
+    child->KeepOpened(w.open_err, std::move(w.fd));
+  }
   return std::shared_ptr<Inode>(std::move(child));
+}
+
+void GoferInode::KeepSibling(std::string name, gofer::Node node, int open_err, UniqueFd fd) {
+  sibling_name_ = std::move(name);
+  sibling_ = std::make_shared<GoferInode>(fs_, std::move(node));
+  sibling_->KeepOpened(open_err, std::move(fd));
 }
 
 void GoferInode::KeepOpened(int open_err, UniqueFd fd) {
@@ -181,8 +191,9 @@ void GoferInode::KeepOpened(int open_err, UniqueFd fd) {
 }
 
 std::shared_ptr<GoferInode> GoferInode::TakeWalked(std::string_view name) {
-  if (!walked_ || name != walked_name_) return nullptr;
-  return std::move(walked_);
+  if (walked_ && name == walked_name_) return std::move(walked_);
+  if (sibling_ && name == sibling_name_) return std::move(sibling_);
+  return nullptr;
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
@@ -203,15 +214,19 @@ SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
   if (!r.ok()) return Missed(name, r.error());
   // Each node but the first waits on its parent (fresh, so nothing waits there yet).
   auto first = std::make_shared<GoferInode>(fs_, std::move(r->nodes[0]));
+  GoferInode* parent = this;  // of `at`
   GoferInode* at = first.get();
   for (size_t i = 1; i < r->nodes.size(); ++i) {
     at->walked_name_ = std::string(names[i]);
     at->walked_ = std::make_shared<GoferInode>(fs_, std::move(r->nodes[i]));
+    parent = at;
     at = at->walked_.get();
   }
   const size_t walked = r->nodes.size();
   if (walked < names.size() && r->stop_err != 0) {
     (void)at->Missed(names[walked], r->stop_err);
+  } else if (r->sibling) {
+    parent->KeepSibling(*at->link_target_, std::move(*r->sibling), r->open_err, std::move(r->fd));
   } else if (walked == names.size() && open_last) {
     at->KeepOpened(r->open_err, std::move(r->fd));
   }

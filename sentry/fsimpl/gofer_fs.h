@@ -169,6 +169,14 @@ class GoferInode : public vfs::Inode {
   // leaves at most its own chain behind.
   std::string walked_name_;
   std::shared_ptr<GoferInode> walked_;
+  // The target of a symlink child that a lookup for a read-only open found, when the
+  // target is a name in this directory: the gofer walked and opened it in the same round
+  // trip (gofer::Client::WalkOpened::sibling), and the lookup that follows the link
+  // takes it from here.
+  std::string sibling_name_;
+  std::shared_ptr<GoferInode> sibling_;
+  void KeepSibling(std::string name, gofer::Node node, int open_err, UniqueFd fd);
+  // The child walked ahead or the sibling named `name`, handed out once.
   std::shared_ptr<GoferInode> TakeWalked(std::string_view name);
 };
 
