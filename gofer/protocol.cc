@@ -467,8 +467,7 @@ SysResult<Response> DecodeResponse(std::string_view bytes) {
       resp.has_fd = d.Bool();
       if (!DecodeSibling(d, resp.nodes.back(), resp)) return Errno{EBADMSG};
       const uint32_t last_type = resp.nodes.back().attr.mode & S_IFMT;
-      const uint32_t opened_type =
-          resp.has_sibling ? resp.sibling.attr.mode & S_IFMT : last_type;
+      const uint32_t opened_type = resp.has_sibling ? resp.sibling.attr.mode & S_IFMT : last_type;
       // An error stops the walk only after a directory; an FD only for a regular file
       // that opened, and neither it nor a sibling with a stop.
       if (resp.stop_err < 0 || resp.stop_err >= 4096 || resp.open_err < 0 ||

@@ -114,9 +114,9 @@ struct Response {
   // Open/Create: whether a host FD travels with this message. Directories are opened
   // without donating an FD (see client.h).
   bool has_fd = false;
-  int32_t open_err = 0;     // WalkOpen, WalkPath
-  std::vector<Node> nodes;  // WalkPath
-  int32_t stop_err = 0;     // WalkPath
+  int32_t open_err = 0;      // WalkOpen, WalkPath
+  std::vector<Node> nodes;   // WalkPath
+  int32_t stop_err = 0;      // WalkPath
   bool has_sibling = false;  // WalkOpen, WalkPath
   Node sibling;
   std::string text;
