@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -817,6 +818,31 @@ TEST_P(PlatformTest, PatchingCanBeTurnedOff) {
     ASSERT_EQ(r->kind, SwitchKind::kSyscall);
   }
   EXPECT_EQ(MemByte(kCodeOff), 0xb8);  // still `mov $getpid, %eax`
+}
+
+// The host processes this process has as children (every thread's), from /proc.
+std::set<pid_t> ChildPids() {
+  std::set<pid_t> out;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return out;
+  while (dirent* t = readdir(tasks)) {
+    if (t->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat("/proc/self/task/", t->d_name, "/children"));
+    for (pid_t pid; in >> pid;) out.insert(pid);
+  }
+  closedir(tasks);
+  return out;
+}
+
+// systrap starts forking the first address space's stub when it is created; a platform
+// that never makes one (the program did not load) must not leave that stub behind.
+TEST_P(PlatformTest, APlatformThatMadeNoAddressSpaceLeavesNoProcess) {
+  const std::set<pid_t> before = ChildPids();
+  ASSERT_FALSE(before.empty());  // the fixture's own stub, at least
+  auto platform = NewPlatform(GetParam(), MemoryFileInfo{.fd = memfd_.get()});
+  ASSERT_TRUE(platform.ok()) << platform.status();
+  platform->reset();
+  EXPECT_EQ(ChildPids(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, PlatformTest, ::testing::Values("ptrace", "systrap"),

@@ -1042,6 +1042,10 @@ absl::Status SystrapPlatform::Start() {
     const timespec tick{.tv_sec = 0, .tv_nsec = kTickNanos};
     Futex(&zygote_->ready, FUTEX_WAIT, 0, &tick);
   }
+  absl::StatusOr<PendingStub> first = BeginStub();
+  if (!first.ok()) return first.status();
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  first_ = std::move(first).value();
   return absl::OkStatus();
 }
 
@@ -1074,17 +1078,21 @@ SystrapPlatform::~SystrapPlatform() {
     reaper_cv_.notify_one();
   }
   if (reaper_.joinable()) reaper_.join();  // after the stubs buried so far
+  {
+    // init's stub, when no address space was ever made (its program did not load).
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    if (first_) {
+      absl::StatusOr<pid_t> pid = AwaitFork(first_->fork_seq);
+      if (pid.ok()) KillAndReap(*pid);
+      first_.reset();
+    }
+  }
   if (zygote_pid_ > 0) KillAndReap(zygote_pid_);
   if (zygote_ != nullptr) munmap(zygote_, kPageSize);
   if (ctx_map_ != nullptr) munmap(ctx_map_, kCtxFileSize);
 }
 
-absl::StatusOr<pid_t> SystrapPlatform::ForkStub(int slice) {
-  std::lock_guard<std::mutex> lock(zygote_mu_);
-  zygote_->slice_offset = static_cast<uint64_t>(slice) * kCtxRegionSize;
-  const uint32_t seq = Word(zygote_->seq).load() + 1;
-  Word(zygote_->seq).store(seq);
-  Futex(&zygote_->seq, FUTEX_WAKE, 1);
+absl::StatusOr<pid_t> SystrapPlatform::AwaitFork(uint32_t seq) {
   for (;;) {
     const uint32_t done = Word(zygote_->done).load();
     if (done == seq) break;
@@ -1206,53 +1214,71 @@ void SystrapPlatform::FreeSlice(int slice) {
   free_slices_.push_back(slice);
 }
 
-absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace() {
-  int slice;
+absl::StatusOr<SystrapPlatform::PendingStub> SystrapPlatform::BeginStub() {
+  PendingStub p;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!free_slices_.empty()) {
-      slice = free_slices_.back();
+      p.slice = free_slices_.back();
       free_slices_.pop_back();
     } else if (next_slice_ < kMaxStubs) {
-      slice = next_slice_++;
+      p.slice = next_slice_++;
     } else {
       return absl::ResourceExhaustedError(
           absl::StrFormat("systrap: %d stub processes alive, the most supported", kMaxStubs));
     }
   }
-  uint8_t* local = ctx_map_ + static_cast<uint64_t>(slice) * kCtxRegionSize;
   // The new stub's own socket waits on the zygote socket; the stub takes it during its
-  // startup (layout.h, ZygotePage::sock_fd). One stub at a time: each takes the
-  // message queued for it.
-  std::lock_guard<std::mutex> lock(connect_mu_);
+  // startup (layout.h, ZygotePage::sock_fd).
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    FreeSlice(slice);
+    FreeSlice(p.slice);
     return ErrnoStatus("socketpair(AF_UNIX) for a systrap stub");
   }
-  UniqueFd mine(sv[0]), theirs(sv[1]);
-  BuildFdMessage(local, code_.ctx_base);
-  absl::Status sent = SendFd(zygote_sock_.get(), theirs.get());
-  if (!sent.ok()) {
-    FreeSlice(slice);
+  p.mine = UniqueFd(sv[0]);
+  UniqueFd theirs(sv[1]);
+  BuildFdMessage(ctx_map_ + static_cast<uint64_t>(p.slice) * kCtxRegionSize, code_.ctx_base);
+  if (absl::Status sent = SendFd(zygote_sock_.get(), theirs.get()); !sent.ok()) {
+    FreeSlice(p.slice);
     return sent;
   }
-  absl::StatusOr<pid_t> pid = ForkStub(slice);
+  zygote_->slice_offset = static_cast<uint64_t>(p.slice) * kCtxRegionSize;
+  p.fork_seq = Word(zygote_->seq).load() + 1;
+  Word(zygote_->seq).store(p.fork_seq);
+  Futex(&zygote_->seq, FUTEX_WAKE, 1);
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::FinishStub(PendingStub p) {
+  absl::StatusOr<pid_t> pid = AwaitFork(p.fork_seq);
   if (!pid.ok()) {
-    FreeSlice(slice);
+    FreeSlice(p.slice);
     DrainZygoteSocket();
     return pid.status();
   }
-  auto stub = std::make_shared<StubProcess>(this, *pid, slice, local);
+  uint8_t* local = ctx_map_ + static_cast<uint64_t>(p.slice) * kCtxRegionSize;
+  auto stub = std::make_shared<StubProcess>(this, *pid, p.slice, local);
   // The control thread reports once it is set up.
   absl::Status st = stub->Wait(0, "during startup", nullptr, nullptr);
-  if (st.ok()) st = stub->Connected(std::move(mine));
+  if (st.ok()) st = stub->Connected(std::move(p.mine));
   if (!st.ok()) {
     DrainZygoteSocket();
     return st;
   }
   return std::unique_ptr<AddressSpace>(
       new SystrapAddressSpace(std::move(stub), code_.ctx_base, memory_file_.fd));
+}
+
+absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace() {
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  std::optional<PendingStub> p = std::move(first_);
+  first_.reset();
+  if (!p) {
+    absl::StatusOr<PendingStub> begun = BeginStub();
+    if (!begun.ok()) return begun.status();
+    p = std::move(begun).value();
+  }
+  return FinishStub(std::move(*p));
 }
 
 void SystrapPlatform::DrainZygoteSocket() {

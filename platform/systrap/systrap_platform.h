@@ -285,7 +285,20 @@ class SystrapPlatform final : public Platform {
   SystrapPlatform(MemoryFileInfo memory_file, PlatformOptions options, StubCode code)
       : memory_file_(memory_file), options_(options), code_(code) {}
   absl::Status Start();
-  absl::StatusOr<pid_t> ForkStub(int slice);
+  // A stub the zygote was asked to fork and that is not connected yet.
+  struct PendingStub {
+    int slice = -1;
+    UniqueFd mine;          // the sentry's end of the stub's own socket
+    uint32_t fork_seq = 0;  // the zygote request that forks it
+  };
+  // Queues a new stub's socket on the zygote socket and asks the zygote to fork the
+  // stub, without waiting for either. Callers hold connect_mu_ (Start is alone) and
+  // finish each pending stub before they begin the next: a stub takes the socket that
+  // was queued first, and the zygote serves one request at a time.
+  absl::StatusOr<PendingStub> BeginStub();
+  // Waits for the fork and the stub's startup: the stub's address space.
+  absl::StatusOr<std::unique_ptr<AddressSpace>> FinishStub(PendingStub p);
+  absl::StatusOr<pid_t> AwaitFork(uint32_t seq);
 
   const MemoryFileInfo memory_file_;
   const PlatformOptions options_;
@@ -294,12 +307,16 @@ class SystrapPlatform final : public Platform {
   uint8_t* ctx_map_ = nullptr;  // the whole context memfd, mapped in the sentry
   ZygotePage* zygote_ = nullptr;
   pid_t zygote_pid_ = 0;
-  std::mutex zygote_mu_;  // one request at a time
   // The zygote socketpair: stubs inherit zygote_sock_stub_ (same number) and receive
-  // their own socket on it (NewAddressSpace, one at a time: connect_mu_); the
-  // sentry sends on zygote_sock_.
+  // their own socket on it (one at a time: connect_mu_); the sentry sends on
+  // zygote_sock_.
   UniqueFd zygote_sock_, zygote_sock_stub_;
   std::mutex connect_mu_;
+  // Begun by Start, so that the zygote forks init's stub while the sentry confines
+  // itself and loads the program (~0.2 ms of every start); the first NewAddressSpace
+  // finishes it instead of beginning one. Never begun again: a spare kept for later
+  // address spaces would cost every run a stub it may not use.
+  std::optional<PendingStub> first_ ABSL_GUARDED_BY(connect_mu_);
   void DrainZygoteSocket();
   void Reap();  // the reaper thread's body
   std::mutex reaper_mu_;
