@@ -853,7 +853,7 @@ TEST_F(HostFileTest, PatchingFillsThePagesOfTheSite) {
 
 TEST_F(HostFileTest, WritableSharedOrUnsupportedStayInTheMemoryFile) {
   FakeAddressSpace* as = Activate(*mm_);
-  GuestAddr w = MapFile(kChunk, PROT_READ | PROT_WRITE);
+  GuestAddr w = MapFile(2 * kChunk, PROT_READ | PROT_WRITE);
   GuestAddr sh = MapFile(kChunk, PROT_READ, MAP_SHARED);
   as->maps_host_files = false;
   GuestAddr r = MapFile(kChunk, PROT_READ);
@@ -862,6 +862,23 @@ TEST_F(HostFileTest, WritableSharedOrUnsupportedStayInTheMemoryFile) {
     EXPECT_EQ(as->pages[a.value()].prot, PROT_NONE) << std::hex << a.value();
   }
   EXPECT_EQ(Byte(*mm_, r + 10), 3);  // still filled on demand
+}
+
+// A writable private mapping of one chunk or less (a library's data segment, which
+// ld.so writes at once) is filled at mmap and mapped as it will stay: no PROT_NONE
+// mapping first, no fault.
+TEST_F(HostFileTest, ASmallWritablePrivateMappingIsFilledAtOnce) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr w = MapFile(kChunk, PROT_READ | PROT_WRITE);
+  EXPECT_EQ(reads_.size(), 1u);
+  for (uint64_t p = 0; p < kChunk; p += kPageSize) {
+    EXPECT_EQ(as->pages[w.value() + p].prot, PROT_READ | PROT_WRITE) << p;
+    EXPECT_EQ(as->pages[w.value() + p].host_file, nullptr) << p;
+  }
+  EXPECT_EQ(Byte(*mm_, w + kPageSize + 1), (2 * kPageSize + kPageSize) / kPageSize + 1);
+  EXPECT_EQ(mm_->HandleFault((w + 8).value(), /*write=*/true, false),
+            MemoryManager::FaultResult::kStale);
+  EXPECT_EQ(reads_.size(), 1u);
 }
 
 TEST_F(HostFileTest, AForkedChildMapsTheHostFileToo) {

@@ -99,6 +99,14 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
     if (!demand_fill_) {  // whole, before the platform maps it
       if (!taken_over) RETURN_IF_ERRNO(FillPages(v, v.start, v.end));
       v.lazy_fill = nullptr;
+    } else if (type == MAP_PRIVATE && (o.prot & PROT_WRITE) && len <= kFaultChunk &&
+               FillPages(v, v.start, v.end).ok()) {
+      // Filled now, too: a small writable private mapping is a library's data segment,
+      // which ld.so writes at once (relocations), and that first write would fill all of
+      // it. Saved: the fault, and mapping the pages PROT_NONE before mapping them again.
+      // (A failed read leaves it to that fault, which reports it as Linux would.)
+      v.lazy_fill = nullptr;
+      v.host_file = nullptr;
     }
   }
   RETURN_IF_ERRNO(InsertVma(std::move(v)));
