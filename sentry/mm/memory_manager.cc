@@ -62,13 +62,15 @@ absl::Status MemoryManager::MapVma(platform::AddressSpace& as, const Vma& v) {
   return absl::OkStatus();
 }
 
-void MemoryManager::MapIntoAs(const Vma& v) const {
-  if (!as_ || v.host) return;
-  // A failure here means the stub is gone; the task notices at its next Switch.
-  (void)MapVma(*as_, v);
+bool MemoryManager::MapIntoAs(const Vma& v) const {
+  if (!as_ || v.host) return true;
+  // A failure here means the stub is gone (the task notices at its next Switch), or the
+  // host refused one more mapping.
+  return MapVma(*as_, v).ok();
 }
 
-void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep) {
+void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep,
+                                Replaced* replaced) {
   SplitAt(start);
   SplitAt(end);
   // The address space lets go of the pages before they are freed: freeing pages a
@@ -77,17 +79,31 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   // VM exit on a virtual machine.
   // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
   const uint64_t as_start = std::max(start, kMinAddr);
-  if (as_ && end > as_start) (void)as_->Unmap(as_start, end - as_start);
+  if (as_ && end > as_start && !replaced) (void)as_->Unmap(as_start, end - as_start);
   auto it = vmas_.lower_bound(start);
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
     // Private pages belong to this VMA alone (unless copy-on-write, when another address
     // space may still map them): give them back to the host now.
     if (!v.shared && !v.cow && v.range && v.range.get() != keep) {
-      mf_->Release(v.range->offset() + v.range_off, v.end - v.start);
+      const uint64_t off = v.range->offset() + v.range_off;
+      if (replaced) {
+        replaced->pages.emplace_back(off, v.end - v.start);
+      } else {
+        mf_->Release(off, v.end - v.start);
+      }
     }
+    if (replaced && v.range) replaced->ranges.push_back(v.range);
     it = vmas_.erase(it);
   }
+}
+
+void MemoryManager::ReleaseReplaced(uint64_t start, uint64_t end, bool mapped,
+                                    Replaced& replaced) {
+  const uint64_t as_start = std::max(start, kMinAddr);
+  if (!mapped && as_ && end > as_start) (void)as_->Unmap(as_start, end - as_start);
+  for (const auto& [off, len] : replaced.pages) mf_->Release(off, len);
+  replaced = Replaced{};  // the ranges' pages may be handed out again from here
 }
 
 std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> MemoryManager::PristinePages(
@@ -159,11 +175,12 @@ SysStatus MemoryManager::AddHostMappings(const std::vector<HostMapping>& parts) 
   return SysOk();
 }
 
-SysStatus MemoryManager::InsertVma(Vma vma) {
+SysStatus MemoryManager::InsertVma(Vma vma, bool* mapped) {
   uint64_t start = vma.start;
   auto [it, inserted] = vmas_.emplace(start, std::move(vma));
   if (!inserted) return Errno{ENOMEM};
-  MapIntoAs(it->second);
+  const bool ok = MapIntoAs(it->second);
+  if (mapped) *mapped = ok;
   return SysOk();
 }
 

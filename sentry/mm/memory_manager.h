@@ -235,15 +235,32 @@ class MemoryManager {
   const Vma* FindVma(uint64_t addr) const;
   // Splits VMAs so that `addr` is a boundary.
   void SplitAt(uint64_t addr) const;
+  // What RemoveRange took out of a range that a new mapping replaces: the ranges stay
+  // allocated (so the new mapping cannot be given the same pages) until
+  // ReleaseReplaced has given back the private pages, (memory-file offset, length).
+  struct Replaced {
+    std::vector<std::shared_ptr<MemoryRange>> ranges;
+    std::vector<std::pair<uint64_t, uint64_t>> pages;
+  };
   // Removes [start,end) from the VMA map and the address space. Pages of `keep` are not
-  // given back: a new mapping is taking them over.
-  void RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep = nullptr);
+  // given back: a new mapping is taking them over. With `replaced`, the caller maps a
+  // new VMA over the whole range at once (a host mmap with MAP_FIXED replaces what was
+  // there in the same call), so the address space is not asked to unmap it first, and
+  // the pages go back in ReleaseReplaced, once the new mapping stands.
+  void RemoveRange(uint64_t start, uint64_t end, const MemoryRange* keep = nullptr,
+                   Replaced* replaced = nullptr);
+  // After RemoveRange with `replaced`: `mapped` says whether the new mapping replaced
+  // [start,end) in the address space; if not, the range is unmapped there first (no
+  // process may keep pages that go back to the memory file).
+  void ReleaseReplaced(uint64_t start, uint64_t end, bool mapped, Replaced& replaced);
   // Pages of [start, start+len) that a private, never-writable, filled mapping of the
   // same open file at the same offset already holds (one range, contiguous), if any.
   std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> PristinePages(
       uint64_t start, uint64_t len, const MMapOpts& o) const;
-  SysStatus InsertVma(Vma vma);  // maps into the address space too
-  void MapIntoAs(const Vma& v) const;
+  // Maps into the address space too; `mapped`, if given, says whether that worked.
+  SysStatus InsertVma(Vma vma, bool* mapped = nullptr);
+  // Whether the address space maps `v` now (true without one, or for a host VMA).
+  bool MapIntoAs(const Vma& v) const;
   // Maps `v` into `as`: from the host file where Vma::host_file allows, else from the
   // memory file with HostProt(v).
   static absl::Status MapVma(platform::AddressSpace& as, const Vma& v);

@@ -467,9 +467,12 @@ class FakeAddressSpace : public platform::AddressSpace {
     const UniqueFd* host_file = nullptr;  // MapHostFile's
   };
   absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, platform::Prot prot) override {
+    if (refuse_maps) return absl::ResourceExhaustedError("mmap: ENOMEM");
     for (uint64_t p = 0; p < len; p += kPageSize) pages[addr + p] = Page{offset + p, prot, false};
     return absl::OkStatus();
   }
+  bool refuse_maps = false;  // as a host at vm.max_map_count would
+  int unmaps = 0;
   absl::Status MapHostFile(uint64_t addr, uint64_t len, const std::shared_ptr<const UniqueFd>& file,
                            uint64_t offset, platform::Prot prot) override {
     if (!maps_host_files) return AddressSpace::MapHostFile(addr, len, file, offset, prot);
@@ -481,6 +484,7 @@ class FakeAddressSpace : public platform::AddressSpace {
   }
   bool maps_host_files = true;
   absl::Status Unmap(uint64_t addr, uint64_t len) override {
+    ++unmaps;
     for (uint64_t p = 0; p < len; p += kPageSize) pages.erase(addr + p);
     return absl::OkStatus();
   }
@@ -547,6 +551,28 @@ class CowTest : public MemoryManagerTest {
     }
   }
 };
+
+// MAP_FIXED over a mapping: the new host mapping replaces the old one in one call (ld.so
+// maps each segment over its library's span), and the old pages go back only after.
+// If the address space refuses the new mapping, the old one is unmapped there: no
+// process keeps pages that the memory file hands out again.
+TEST_F(CowTest, MapFixedReplacesTheHostMappingInOneCall) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr a = Map(2 * kChunk);
+  Put(*mm_, a + kPageSize, 7);
+  const uint64_t old_offset = as->pages[(a + kPageSize).value()].offset;
+  const int unmaps = as->unmaps;
+  GuestAddr b = Map(2 * kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, a);
+  ASSERT_EQ(b, a);
+  EXPECT_EQ(as->unmaps, unmaps);
+  EXPECT_NE(as->pages[(a + kPageSize).value()].offset, old_offset);
+  EXPECT_EQ(Byte(*mm_, a + kPageSize), 0);
+
+  as->refuse_maps = true;
+  EXPECT_EQ(Map(kChunk, PROT_READ, MAP_PRIVATE | MAP_FIXED, a), a);
+  EXPECT_EQ(as->pages.count(a.value()), 0u);
+  EXPECT_EQ(as->unmaps, unmaps + 1);
+}
 
 TEST_F(CowTest, ForkSharesPagesAndTheFirstWriteCopiesOneChunk) {
   FakeAddressSpace* pas = Activate(*mm_);
@@ -879,6 +905,26 @@ TEST_F(HostFileTest, ASmallWritablePrivateMappingIsFilledAtOnce) {
   EXPECT_EQ(mm_->HandleFault((w + 8).value(), /*write=*/true, false),
             MemoryManager::FaultResult::kStale);
   EXPECT_EQ(reads_.size(), 1u);
+  // The same over pages another mapping held there (MAP_FIXED, as ld.so maps a data
+  // segment over its library's span): the file's bytes, not what was there, not zeros.
+  ASSERT_TRUE(mm_->MUnmap(w, kChunk).ok());
+  MMapOpts anon;
+  anon.addr = w;
+  anon.len = kChunk;
+  anon.prot = PROT_READ | PROT_WRITE;
+  anon.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+  ASSERT_TRUE(mm_->MMap(anon).ok());
+  for (uint64_t p = 0; p < kChunk; p += kPageSize) {
+    const uint8_t junk = 0x5a;
+    ASSERT_TRUE(mm_->CopyOut(w + p, &junk, 1).ok());
+  }
+  MMapOpts over = Opts(kChunk, PROT_READ | PROT_WRITE);
+  over.addr = w;
+  over.flags = MAP_PRIVATE | MAP_FIXED;
+  ASSERT_TRUE(mm_->MMap(over).ok());
+  for (uint64_t p = 0; p < kChunk; p += kPageSize) {
+    EXPECT_EQ(Byte(*mm_, w + p), (2 * kPageSize + p) / kPageSize + 1) << p;
+  }
 }
 
 TEST_F(HostFileTest, AForkedChildMapsTheHostFileToo) {

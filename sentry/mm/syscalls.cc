@@ -70,10 +70,18 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
     if (auto pages = PristinePages(addr, len, o)) std::tie(range, range_off) = *pages;
   }
   const bool taken_over = range != nullptr && range != o.shared_pages;
-  if (fixed && !(o.flags & MAP_FIXED_NOREPLACE)) RemoveRange(addr, addr + len, range.get());
+  // What the new mapping replaces: the host mapping is replaced by mapping over it (one
+  // stub call rather than an unmap and a map), and its pages go back after that.
+  Replaced replaced;
+  const bool replacing = fixed && !(o.flags & MAP_FIXED_NOREPLACE);
+  if (replacing) RemoveRange(addr, addr + len, range.get(), &replaced);
+  const auto failed = [&](int err) {
+    if (replacing) ReleaseReplaced(addr, addr + len, /*mapped=*/false, replaced);
+    return Errno{err};
+  };
   if (!range) {
     range = mf_->Allocate(len);
-    if (!range) return Errno{ENOMEM};
+    if (!range) return failed(ENOMEM);
   }
   Vma v;
   v.start = addr;
@@ -97,7 +105,9 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
     v.lazy_fill = o.fill;
     if (type == MAP_PRIVATE) v.host_file = o.host_file;
     if (!demand_fill_) {  // whole, before the platform maps it
-      if (!taken_over) RETURN_IF_ERRNO(FillPages(v, v.start, v.end));
+      if (!taken_over) {
+        if (SysStatus st = FillPages(v, v.start, v.end); !st.ok()) return failed(st.error());
+      }
       v.lazy_fill = nullptr;
     } else if (type == MAP_PRIVATE && (o.prot & PROT_WRITE) && len <= kFaultChunk &&
                FillPages(v, v.start, v.end).ok()) {
@@ -109,7 +119,10 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
       v.host_file = nullptr;
     }
   }
-  RETURN_IF_ERRNO(InsertVma(std::move(v)));
+  bool mapped = false;
+  SysStatus inserted = InsertVma(std::move(v), &mapped);
+  if (replacing) ReleaseReplaced(addr, addr + len, inserted.ok() && mapped, replaced);
+  RETURN_IF_ERRNO(inserted);
   return GuestAddr(addr);
 }
 
