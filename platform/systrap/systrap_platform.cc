@@ -1237,12 +1237,13 @@ absl::StatusOr<SystrapPlatform::PendingStub> SystrapPlatform::BeginStub() {
   }
   p.mine = UniqueFd(sv[0]);
   UniqueFd theirs(sv[1]);
-  BuildFdMessage(ctx_map_ + static_cast<uint64_t>(p.slice) * kCtxRegionSize, code_.ctx_base);
+  const uint64_t slice_offset = static_cast<uint64_t>(p.slice) * kCtxRegionSize;
+  BuildFdMessage(ctx_map_ + slice_offset, code_.ctx_base);
   if (absl::Status sent = SendFd(zygote_sock_.get(), theirs.get()); !sent.ok()) {
     FreeSlice(p.slice);
     return sent;
   }
-  zygote_->slice_offset = static_cast<uint64_t>(p.slice) * kCtxRegionSize;
+  zygote_->slice_offset = slice_offset;
   p.fork_seq = Word(zygote_->seq).load() + 1;
   Word(zygote_->seq).store(p.fork_seq);
   Futex(&zygote_->seq, FUTEX_WAKE, 1);

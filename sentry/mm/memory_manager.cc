@@ -77,9 +77,7 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   // process still maps zaps them there too, and a process running on another CPU (the
   // stub thread waiting for this syscall's result) takes a TLB-shootdown IPI for it, a
   // VM exit on a virtual machine.
-  // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
-  const uint64_t as_start = std::max(start, kMinAddr);
-  if (as_ && end > as_start && !replaced) (void)as_->Unmap(as_start, end - as_start);
+  if (!replaced) UnmapFromAs(start, end);
   auto it = vmas_.lower_bound(start);
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
@@ -98,10 +96,14 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   }
 }
 
-void MemoryManager::ReleaseReplaced(uint64_t start, uint64_t end, bool mapped,
-                                    Replaced& replaced) {
+void MemoryManager::UnmapFromAs(uint64_t start, uint64_t end) const {
+  // Nothing of the app's lives below kMinAddr; the platform may (systrap's patch table).
   const uint64_t as_start = std::max(start, kMinAddr);
-  if (!mapped && as_ && end > as_start) (void)as_->Unmap(as_start, end - as_start);
+  if (as_ && end > as_start) (void)as_->Unmap(as_start, end - as_start);
+}
+
+void MemoryManager::ReleaseReplaced(uint64_t start, uint64_t end, bool mapped, Replaced& replaced) {
+  if (!mapped) UnmapFromAs(start, end);
   for (const auto& [off, len] : replaced.pages) mf_->Release(off, len);
   replaced = Replaced{};  // the ranges' pages may be handed out again from here
 }

@@ -253,6 +253,8 @@ class MemoryManager {
   // [start,end) in the address space; if not, the range is unmapped there first (no
   // process may keep pages that go back to the memory file).
   void ReleaseReplaced(uint64_t start, uint64_t end, bool mapped, Replaced& replaced);
+  // Has the address space, if any, unmap [start,end) (the part of it at or above kMinAddr).
+  void UnmapFromAs(uint64_t start, uint64_t end) const;
   // Pages of [start, start+len) that a private, never-writable, filled mapping of the
   // same open file at the same offset already holds (one range, contiguous), if any.
   std::optional<std::pair<std::shared_ptr<MemoryRange>, uint64_t>> PristinePages(

@@ -864,15 +864,16 @@ TEST_F(HostFileTest, PatchingFillsThePagesOfTheSite) {
   EXPECT_EQ(as->pages[page.value()].host_file, nullptr);
   EXPECT_EQ(as->pages[page.value()].prot, PROT_READ | PROT_EXEC);
   EXPECT_TRUE(FromHost(as, a, 2 * kChunk, 2 * kPageSize));
-  EXPECT_TRUE(FromHost(as, page + kPageSize, kChunk - kPageSize,
-                       2 * kPageSize + 2 * kChunk + kPageSize));
+  EXPECT_TRUE(
+      FromHost(as, page + kPageSize, kChunk - kPageSize, 2 * kPageSize + 2 * kChunk + kPageSize));
   // A site across a page boundary ([addr-7, addr+6)) fills both pages, in one read.
   reads_.clear();
   mm_->FillForPatching((page + 2 * kPageSize + 3).value());
   ASSERT_EQ(reads_.size(), 1u);
   EXPECT_EQ(as->pages[(page + kPageSize).value()].host_file, nullptr);
   EXPECT_EQ(as->pages[(page + 2 * kPageSize).value()].host_file, nullptr);
-  EXPECT_TRUE(FromHost(as, page + 3 * kPageSize, kPageSize, 2 * kPageSize + 2 * kChunk + 3 * kPageSize));
+  EXPECT_TRUE(
+      FromHost(as, page + 3 * kPageSize, kPageSize, 2 * kPageSize + 2 * kChunk + 3 * kPageSize));
   // The filled pages hold the file's bytes.
   EXPECT_EQ(Byte(*mm_, page + kPageSize), (2 * kPageSize + 2 * kChunk) / kPageSize + 2);
 }
