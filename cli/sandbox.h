@@ -39,8 +39,9 @@ struct SentryProcess {
 };
 
 struct SandboxOptions {
-  // unshare(CLONE_NEWNET|CLONE_NEWIPC) in the gofer: it opens files, it never needs a
-  // network.
+  // Keeps the gofers out of the host's network and IPC namespaces: they open files and
+  // never need a network. As root they join the sentry's (made by its clone); otherwise
+  // each unshares its own, in a user namespace of its own.
   bool isolate_gofer = true;
   // Test hook: namespaces to pretend the host refuses (clone fails with EPERM).
   int refused_namespaces = 0;
