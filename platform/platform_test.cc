@@ -607,6 +607,43 @@ TEST_P(PlatformTest, WillBlockIsOnlyAHint) {
   }
 }
 
+// After ops on the control thread (mapping a fresh address space, starting its app
+// thread), resuming app code tells that thread to sleep: it would otherwise spin (and
+// yield) on the app's vCPU for its whole budget. Ops on the parked app thread leave it
+// asleep. What the app sees is unchanged.
+TEST_P(PlatformTest, ResumingAppCodeQuietsTheControlThread) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "the control thread is systrap's";
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  Load(g);
+  auto other = platform_->NewAddressSpace();
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto* sas = dynamic_cast<systrap::SystrapAddressSpace*>(other->get());
+  ASSERT_NE(sas, nullptr);
+  const systrap::SlotHeader* control = sas->stub()->slot(0);
+  // No app thread yet: the mapping runs on the control thread, which may spin after.
+  ASSERT_TRUE((*other)->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
+  EXPECT_EQ(std::atomic_ref<const uint64_t>(control->stop_spinning).load(), systrap::kKeepSpinning);
+  Registers regs2 = regs_;
+  auto r = ctx_->Switch(**other, regs2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs2.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  EXPECT_EQ(std::atomic_ref<const uint64_t>(control->stop_spinning).load(), systrap::kStopNow);
+  // A stack mapping for the second address space: with its app thread parked in the
+  // trap, this op runs there, and the control thread is left asleep.
+  ASSERT_TRUE((*other)->MapFile(kStack, kPage, kStackOff, PROT_READ | PROT_WRITE).ok());
+  EXPECT_EQ(std::atomic_ref<const uint64_t>(control->stop_spinning).load(), systrap::kStopNow);
+  regs2.gp.rax = 7;
+  r = ctx_->Switch(**other, regs2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs2.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
+}
+
 TEST_P(PlatformTest, StubDeathIsAnError) {
   auto g = Gen();
   Xbyak::Label spin;

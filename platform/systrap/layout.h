@@ -84,6 +84,18 @@ enum SlotOp : uint32_t {
                       // handler, so the sentry gets a full signal frame to work with
 };
 
+// SlotHeader::stop_spinning, a hint that changes only how the stub thread waits. Post
+// resets it to kKeepSpinning.
+enum StopSpinning : uint64_t {
+  kKeepSpinning = 0,
+  // The task is about to block (Context::WillBlock): sleep after a first short spin,
+  // which still catches blocks that end at once (a wait for a child already gone...).
+  kStopAfterShortSpin = 1,
+  // App code resumed in this stub, so the control thread is not wanted soon (its next op
+  // wakes it): sleep now rather than spin and yield on a vCPU the app may share.
+  kStopNow = 2,
+};
+
 // SlotHeader::kind: how the thread reported.
 enum TrapKind : uint64_t {
   kTrapFrame = 1,  // from the signal handler: a frame at `ucontext`
@@ -128,7 +140,7 @@ struct SlotHeader {
   uint64_t set_fs;
   uint64_t fast_rsp;       // the app's rsp at the fast entry
   uint64_t fast_rflags;    // the app's rflags at the fast entry
-  uint64_t stop_spinning;  // the sentry will be a while: the stub sleeps at once
+  uint64_t stop_spinning;  // StopSpinning: the sentry will be a while, the stub may sleep
   // --- lines 1-2 ---
   alignas(64) uint64_t fast_regs[kFastRegCount];
   // --- slow paths: frames, stub syscalls, thread start ---

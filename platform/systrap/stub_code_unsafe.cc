@@ -454,12 +454,14 @@ class Generator : public Xbyak::CodeGenerator {
     L(spin);
     cmp(dword[r12 + OFF(state)], kStateGo);
     je(go, T_NEAR);
-    // The sentry's "about to block" hint is honoured after a first short spin, which
-    // still catches blocks that end at once (a wait for a child already gone...).
+    // The sentry's hints (layout.h, StopSpinning): kStopNow at once, "about to block"
+    // after a first short spin.
+    cmp(qword[r12 + OFF(stop_spinning)], kStopNow);
+    je(sleep, T_NEAR);
     Xbyak::Label no_hint;
     cmp(ecx, kStubSpins - kStubSpinsBeforeHint);
     ja(no_hint, T_NEAR);
-    cmp(qword[r12 + OFF(stop_spinning)], 0);
+    cmp(qword[r12 + OFF(stop_spinning)], kKeepSpinning);
     jne(sleep, T_NEAR);
     L(no_hint);
     pause();

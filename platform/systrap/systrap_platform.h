@@ -139,6 +139,8 @@ class StubProcess {
   std::mutex mu_;  // the control slot and slot allocation
   bool used_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
   bool parked_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
+  // The control thread ran an op since the last Unpark, so it may still be spinning.
+  bool control_spinning_ ABSL_GUARDED_BY(mu_) = false;
   struct Mapping {
     uint64_t end;
     uint64_t offset;
