@@ -644,6 +644,31 @@ TEST_P(PlatformTest, ResumingAppCodeQuietsTheControlThread) {
   EXPECT_EQ(regs2.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
 }
 
+// The move that parts a sentry thread from its stub's vCPU leaves the thread's affinity
+// as it was, and happens at most once per 2 ms on a thread.
+TEST(SystrapMoveTest, MovingOffThisCpuKeepsTheAffinity) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: nowhere to move";
+  std::thread([&] {
+    EXPECT_TRUE(systrap::MoveOffThisCpu());
+    cpu_set_t after;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after));
+    EXPECT_FALSE(systrap::MoveOffThisCpu());  // too soon
+  }).join();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  std::thread([&] {
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    EXPECT_FALSE(systrap::MoveOffThisCpu());
+    cpu_set_t after;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&one, &after));
+  }).join();
+}
+
 TEST_P(PlatformTest, StubDeathIsAnError) {
   auto g = Gen();
   Xbyak::Label spin;

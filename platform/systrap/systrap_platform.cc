@@ -38,6 +38,18 @@ namespace {
 // python3 imports / pipe ping-pong / open+close (ms / us / us): 1000+1000 spins
 // 267/145/110, 4000+20000 215/170/68, 10000+10000 206/496/80.
 constexpr int kSentrySpins = 20000;
+
+// A sentry thread and the stub thread it waits for can end up on one vCPU (a wake-up
+// placed one beside the other while the other vCPU was briefly busy); then every
+// handoff is a context switch through sched_yield (~6-10 us here instead of ~0.2), and
+// the scheduler may leave the pair so for the rest of a run (one python3 run of ten:
+// 355 such switches over 6 ms) while the other vCPU idles. The sign: the app's report
+// is first seen right after one of the sentry's yields, this many times in a row; then
+// the sentry thread moves (MoveOffThisCpu). Only app resumes count (SystrapContext::Run):
+// counted over control calls too, with 4 or 8 signs, the sh fork loop got 2-6% slower.
+constexpr int kSharedCpuSigns = 8;
+// At most one move per thread in this long (each costs ~2 syscalls and a migration).
+constexpr int64_t kMinNanosBetweenMoves = 2 * 1000 * 1000;
 // How long one FUTEX_WAIT lasts before the sentry checks that the stub is alive.
 constexpr long kTickNanos = 50 * 1000 * 1000;
 // An app that ignores Interrupt() this many ticks (its stub thread blocked the host
@@ -79,6 +91,25 @@ constexpr size_t kFpregsOffset = offsetof(ucontext_t, uc_mcontext.fpregs);
 constexpr size_t kUcontextSize = offsetof(ucontext_t, uc_sigmask) + 8;
 
 }  // namespace
+
+bool MoveOffThisCpu() {
+  thread_local int64_t last_move = 0;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+  if (last_move != 0 && ns - last_move < kMinNanosBetweenMoves) return false;
+  cpu_set_t all;
+  if (sched_getaffinity(0, sizeof(all), &all) != 0) return false;
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || !CPU_ISSET(cpu, &all) || CPU_COUNT(&all) < 2) return false;
+  cpu_set_t others = all;
+  CPU_CLR(cpu, &others);
+  // The kernel migrates the caller before the call returns; restoring the mask leaves
+  // it where it is.
+  if (sched_setaffinity(0, sizeof(others), &others) != 0) return false;
+  last_move = ns;
+  return sched_setaffinity(0, sizeof(all), &all) == 0;
+}
 
 // ---------------------------------------------------------------------------
 // StubProcess
@@ -124,11 +155,17 @@ absl::Status StubProcess::DiedError(const char* what) {
       absl::StrFormat("systrap stub pid=%d %s %s", pid_, DescribeWaitStatus(wait_status_), what));
 }
 
-absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg) {
+absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg,
+                               bool* after_yield) {
+  if (after_yield != nullptr) *after_yield = false;
   SlotHeader* h = slot(i);
   auto state = Word(h->state);
   for (int n = 0; n < kSentrySpins; ++n) {
-    if (state.load(std::memory_order_acquire) == kStateTrapped) return absl::OkStatus();
+    if (state.load(std::memory_order_acquire) == kStateTrapped) {
+      // Seen on the first look after a yield (n a multiple of kSpinsPerYield, past 0).
+      if (after_yield != nullptr) *after_yield = n > 0 && (n & (kSpinsPerYield - 1)) == 0;
+      return absl::OkStatus();
+    }
     _mm_pause();
     if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) sched_yield();  // layout.h
   }
@@ -151,10 +188,10 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
 }
 
 absl::Status StubProcess::Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*),
-                               void* tick_arg) {
+                               void* tick_arg, bool* after_yield) {
   if (dead_) return DiedError(what);
   Post(i, op);
-  return Wait(i, what, on_tick, tick_arg);
+  return Wait(i, what, on_tick, tick_arg, after_yield);
 }
 
 int StubProcess::ControlSlot() {
@@ -888,7 +925,14 @@ absl::Status SystrapContext::Run(SlotOp op) {
     running_ = true;
     interrupt_ticks_ = 0;
   }
-  absl::Status st = stub_->Call(slot_, op, "while running app code", &OnTick, this);
+  bool after_yield = false;
+  absl::Status st = stub_->Call(slot_, op, "while running app code", &OnTick, this, &after_yield);
+  if (!after_yield) {
+    shared_cpu_signs_ = 0;
+  } else if (++shared_cpu_signs_ == kSharedCpuSigns) {
+    shared_cpu_signs_ = 0;
+    (void)MoveOffThisCpu();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_ = false;

@@ -56,6 +56,12 @@ namespace usentry::platform::systrap {
 
 class SystrapPlatform;
 
+// Moves the calling thread to another CPU of its affinity mask, which it then has again
+// (the mask without this CPU, then the mask). False if it did not: one CPU allowed, an
+// error, or this thread moved less than 2 ms ago. For a sentry thread that finds itself
+// handing off to its stub on one vCPU (SystrapContext::Run).
+bool MoveOffThisCpu();
+
 // One stub process. Shared by its AddressSpace and the Contexts bound to it.
 class StubProcess {
  public:
@@ -117,12 +123,15 @@ class StubProcess {
 
   // Posts `op` to slot `i` and waits until the stub reports back. `on_tick` runs every
   // tick of the wait (~50 ms) and may ask to SIGKILL the stub (returns true).
+  // `after_yield` (if given): the report was first seen right after a sched_yield of
+  // the wait, a sign that the stub thread ran on this thread's CPU meanwhile.
   absl::Status Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*) = nullptr,
-                    void* tick_arg = nullptr);
+                    void* tick_arg = nullptr, bool* after_yield = nullptr);
   // Posts without waiting.
   void Post(int i, SlotOp op);
   // Waits for slot `i` to report (state trapped). Error if the stub died.
-  absl::Status Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg);
+  absl::Status Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg,
+                    bool* after_yield = nullptr);
 
  private:
   absl::Status DiedError(const char* what);
@@ -238,6 +247,7 @@ class SystrapContext final : public Context {
   int interrupt_ticks_ ABSL_GUARDED_BY(mu_) = 0;
   bool fs_known_ = false;
   uint64_t applied_fs_ = 0;
+  int shared_cpu_signs_ = 0;    // app reports in a row first seen right after a yield
   bool fast_ = false;           // the last report came from the fast entry
   user_regs_struct fast_gp_{};  // what it reported
 };

@@ -221,6 +221,8 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   // The app's membarrier across its threads (which run in stub processes) is the host's
   // global barrier; no other command (registration changes what the host does later).
   RETURN_IF_ERROR(Add(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
+  // systrap moves a sentry thread off a vCPU it shares with its stub (its own affinity).
+  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(sched_setaffinity), {SCMP_A0(SCMP_CMP_EQ, 0)}));
   // The socket options the app's TCP connections pass through to the host socket;
   // nothing that binds to a device, marks packets or attaches a filter.
   for (const SockOpt& o : kSockOpts) {

@@ -184,6 +184,14 @@ TEST_F(SentryFilterTest, CloneWithoutNamespacesOnly) {
   EXPECT_EQ(Eval(__NR_clone3, {0x1000, 88}), SECCOMP_RET_ERRNO | ENOSYS);
 }
 
+// systrap moves a sentry thread off a vCPU it shares with its stub: its own affinity.
+TEST_F(SentryFilterTest, SchedSetaffinityOfTheCallingThreadOnly) {
+  EXPECT_EQ(Eval(__NR_sched_setaffinity, {0, 128, 0x1000}), kAllow);
+  EXPECT_EQ(Eval(__NR_sched_setaffinity, {42, 128, 0x1000}), kKill);
+  EXPECT_EQ(Eval(__NR_sched_setaffinity, {1ull << 32, 128, 0x1000}), kKill);
+  EXPECT_EQ(Eval(__NR_sched_setscheduler, {0, 0, 0x1000}), kKill);
+}
+
 TEST_F(SentryFilterTest, PrctlOptions) {
   EXPECT_EQ(Eval(__NR_prctl, {PR_SET_PDEATHSIG, SIGKILL}), kAllow);
   EXPECT_EQ(Eval(__NR_prctl, {PR_SET_NAME, 0x1000}), kAllow);
