@@ -135,7 +135,9 @@ class StubProcess {
 
  private:
   absl::Status DiedError(const char* what);
-  int ControlSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // where ControlSyscall runs
+  // Where ControlSyscall runs: a parked app thread's slot, else 0 (and then the control
+  // thread counts as spinning until the next Unpark quiets it).
+  int ControlSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // recvmsg of one SCM_RIGHTS descriptor on `sock` in the stub: its number there.
   absl::StatusOr<int> ReceiveFd(int sock);
   // The stub is gone (exited or killed): reaps it and remembers how it died.
