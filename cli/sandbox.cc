@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/prefault.h"
 #include "base/status_macros.h"
 
 namespace usentry::cli {
@@ -192,6 +193,7 @@ pid_t StartGofer(const SandboxOptions& options, UniqueFd sock, const GoferMain& 
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) ChildFail("gofer: /dev/null");
   if (options.isolate_gofer) IsolateGofer(ns);
+  PrefaultReadOnlyImage();  // before its filter, which may not allow madvise
   int fd = sock.release();
   if (!KeepOnlyStdioAnd({&fd})) ChildFail("gofer: closing inherited FDs");
   int rc = gofer_main(UniqueFd(fd));
@@ -220,6 +222,7 @@ pid_t StartNetgate(UniqueFd sock, int net_log_fd, const NetgateMain& netgate_mai
   if (!KeepOnlyStdioAnd(keep)) ChildFail("netgate: closing inherited FDs");
   // The caller's network namespace is the point of netgate; IPC is not needed.
   (void)unshare(CLONE_NEWIPC);
+  PrefaultReadOnlyImage();
   int rc = netgate_main(UniqueFd(fd), net_log_fd);
   fflush(nullptr);
   _exit(rc);
@@ -256,6 +259,8 @@ int SentryChild(void* raw) {
     if (*fd >= 0) keep.push_back(fd);
   }
   if (!KeepOnlyStdioAnd(keep)) ChildFail("sentry: closing inherited FDs");
+  // While the CLI writes our id maps; the early threads then start with the code mapped.
+  PrefaultReadOnlyImage();
   if (*args->early) (*args->early)();
   char go = 0;
   ssize_t n;

@@ -1,0 +1,53 @@
+#include "base/prefault.h"
+
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+extern "C" const ElfW(Ehdr) __ehdr_start
+    __attribute__((visibility("hidden")));  // NOLINT: the linker's name
+
+namespace usentry {
+
+bool PrefaultReadOnlyImage() {
+  // The executable's own ELF header and program headers, as loaded (the linker defines
+  // __ehdr_start; no loader lock, unlike dl_iterate_phdr, and static-pie has no PT_PHDR
+  // for getauxval(AT_PHDR) to be placed by).
+  const ElfW(Ehdr)* ehdr = &__ehdr_start;
+  const auto* phdr =
+      reinterpret_cast<const ElfW(Phdr)*>(reinterpret_cast<const char*>(ehdr) + ehdr->e_phoff);
+  // The load bias: the segment that maps the file's first byte holds the header.
+  uintptr_t bias = 0;
+  bool found = false;
+  for (int i = 0; i < ehdr->e_phnum; ++i) {
+    if (phdr[i].p_type == PT_LOAD && phdr[i].p_offset == 0) {
+      bias = reinterpret_cast<uintptr_t>(ehdr) - phdr[i].p_vaddr;
+      found = true;
+    }
+  }
+  if (!found) return false;
+  constexpr uintptr_t kPage = 4096;
+  const int saved_errno = errno;
+  bool all = true;
+  for (int i = 0; i < ehdr->e_phnum; ++i) {
+    const ElfW(Phdr)& ph = phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) != 0) continue;
+    const uintptr_t start = (bias + ph.p_vaddr) & ~(kPage - 1);
+    const uintptr_t end = (bias + ph.p_vaddr + ph.p_filesz + kPage - 1) & ~(kPage - 1);
+    // A refusal (EINVAL before Linux 5.14) changes nothing.
+    if (syscall(SYS_madvise, start, end - start, MADV_POPULATE_READ) != 0) all = false;
+  }
+  errno = saved_errno;
+  return all;
+}
+
+}  // namespace usentry
