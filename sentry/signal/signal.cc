@@ -3,6 +3,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace usentry::sentry {
@@ -12,15 +13,15 @@ void PendingSignals::Enqueue(const siginfo_t& info) {
   if (sig < 1 || sig > kNumSignals) return;
   // Standard signals do not queue: a second instance while one is pending is lost.
   if (sig < SIGRTMIN && Has(sig)) return;
-  queues_[sig].push_back(info);
+  queue_.push_back(info);
   set_ |= SigBit(sig);
   SignalEnqueueQueue().Notify(POLLIN);
 }
 
 siginfo_t* PendingSignals::Find(int sig, absl::FunctionRef<bool(const siginfo_t&)> pred) {
   if (sig < 1 || sig > kNumSignals) return nullptr;
-  for (siginfo_t& info : queues_[sig]) {
-    if (pred(info)) return &info;
+  for (siginfo_t& info : queue_) {
+    if (info.si_signo == sig && pred(info)) return &info;
   }
   return nullptr;
 }
@@ -31,14 +32,18 @@ WaitQueue& SignalEnqueueQueue() {
 }
 
 siginfo_t PendingSignals::Dequeue(int sig) {
-  siginfo_t info = queues_[sig].front();
-  queues_[sig].pop_front();
-  if (queues_[sig].empty()) set_ &= ~SigBit(sig);
+  auto first = std::find_if(queue_.begin(), queue_.end(),
+                            [sig](const siginfo_t& i) { return i.si_signo == sig; });
+  siginfo_t info = *first;
+  auto rest = queue_.erase(first);
+  if (std::none_of(rest, queue_.end(), [sig](const siginfo_t& i) { return i.si_signo == sig; })) {
+    set_ &= ~SigBit(sig);
+  }
   return info;
 }
 
 void PendingSignals::Discard(int sig) {
-  queues_[sig].clear();
+  std::erase_if(queue_, [sig](const siginfo_t& i) { return i.si_signo == sig; });
   set_ &= ~SigBit(sig);
 }
 
