@@ -2,15 +2,20 @@
 
 #include <elf.h>
 #include <link.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
 #endif
 
 extern "C" const ElfW(Ehdr) __ehdr_start
@@ -48,6 +53,25 @@ bool PrefaultReadOnlyImage() {
   }
   errno = saved_errno;
   return all;
+}
+
+bool PrefaultHeap(size_t extra) {
+  // Blocks up to 16 MiB come from the heap (not fresh mmaps, faulted page by page each
+  // time), and a free never returns heap pages to the kernel.
+  mallopt(M_MMAP_THRESHOLD, 16 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // Grows the break: the freed block joins the top of the heap and stays there.
+  // (volatile: a compiler may drop a malloc whose block is only freed.)
+  void* volatile block = malloc(extra);
+  free(block);
+  constexpr uintptr_t kPage = 4096;
+  const auto end = reinterpret_cast<uintptr_t>(sbrk(0));
+  // The main arena is one contiguous brk area of mallinfo2().arena bytes ending at the break.
+  const uintptr_t start = (end - mallinfo2().arena) & ~(kPage - 1);
+  const int saved_errno = errno;
+  const bool ok = syscall(SYS_madvise, start, end - start, MADV_POPULATE_WRITE) == 0;
+  errno = saved_errno;
+  return ok;
 }
 
 }  // namespace usentry

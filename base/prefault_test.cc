@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,25 @@ TEST(PrefaultTest, MapsEveryPageOfTheCodeAndConstants) {
   ASSERT_GT(AbsentPages(ranges), 0u);
   if (!PrefaultReadOnlyImage()) GTEST_SKIP() << "MADV_POPULATE_READ needs Linux 5.14";
   EXPECT_EQ(AbsentPages(ranges), 0u);
+}
+
+// Pages in [start, start + len) without a page-table entry.
+size_t AbsentIn(const void* start, size_t len) {
+  const auto lo = reinterpret_cast<uintptr_t>(start) & ~(kPage - 1);
+  const auto hi = (reinterpret_cast<uintptr_t>(start) + len + kPage - 1) & ~(kPage - 1);
+  return AbsentPages({{lo, hi}});
+}
+
+TEST(PrefaultTest, HeapBlocksAreMappedBeforeTheirFirstWrite) {
+  // A block that would have come from a fresh mmap (over the default 128 KiB threshold)
+  // and whose pages nothing has written yet.
+  void* before = malloc(1 << 20);
+  ASSERT_GT(AbsentIn(before, 1 << 20), 0u);
+  free(before);
+  if (!PrefaultHeap(4 << 20)) GTEST_SKIP() << "MADV_POPULATE_WRITE needs Linux 5.14";
+  void* after = malloc(1 << 20);
+  EXPECT_EQ(AbsentIn(after, 1 << 20), 0u);
+  free(after);
 }
 
 }  // namespace
