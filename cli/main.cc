@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "base/prefault.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
 
@@ -30,9 +29,6 @@ constexpr int kUsageError = 125;
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The CLI runs ~1 MB of this binary's code before the sandbox starts: map it in one
-  // call rather than fault on each 64 KiB of it (base/prefault.h).
-  usentry::PrefaultReadOnlyImage();
   // Debian builds Abseil without NDEBUG, which turns on absl::Mutex's lock-order graph:
   // every Lock then takes a global lock and updates the graph, on the sentry's path of
   // every syscall (~30 ns of a ~430 ns patched getpid). Runs skip it; unit tests keep
