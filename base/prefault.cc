@@ -22,6 +22,22 @@ extern "C" const ElfW(Ehdr) __ehdr_start
     __attribute__((visibility("hidden")));  // NOLINT: the linker's name
 
 namespace usentry {
+namespace {
+
+constexpr uintptr_t kPage = 4096;
+
+// madvise(advice) over [start, end) rounded out to pages, leaving errno as it was.
+// False when the kernel refused (EINVAL before Linux 5.14: nothing changes then).
+bool Populate(uintptr_t start, uintptr_t end, int advice) {
+  start &= ~(kPage - 1);
+  end = (end + kPage - 1) & ~(kPage - 1);
+  const int saved_errno = errno;
+  const bool ok = syscall(SYS_madvise, start, end - start, advice) == 0;
+  errno = saved_errno;
+  return ok;
+}
+
+}  // namespace
 
 bool PrefaultReadOnlyImage() {
   // The executable's own ELF header and program headers, as loaded (the linker defines
@@ -40,18 +56,13 @@ bool PrefaultReadOnlyImage() {
     }
   }
   if (!found) return false;
-  constexpr uintptr_t kPage = 4096;
-  const int saved_errno = errno;
   bool all = true;
   for (int i = 0; i < ehdr->e_phnum; ++i) {
     const ElfW(Phdr)& ph = phdr[i];
     if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) != 0) continue;
-    const uintptr_t start = (bias + ph.p_vaddr) & ~(kPage - 1);
-    const uintptr_t end = (bias + ph.p_vaddr + ph.p_filesz + kPage - 1) & ~(kPage - 1);
-    // A refusal (EINVAL before Linux 5.14) changes nothing.
-    if (syscall(SYS_madvise, start, end - start, MADV_POPULATE_READ) != 0) all = false;
+    const uintptr_t start = bias + ph.p_vaddr;
+    all = Populate(start, start + ph.p_filesz, MADV_POPULATE_READ) && all;
   }
-  errno = saved_errno;
   return all;
 }
 
@@ -64,14 +75,9 @@ bool PrefaultHeap(size_t extra) {
   // (volatile: a compiler may drop a malloc whose block is only freed.)
   void* volatile block = malloc(extra);
   free(block);
-  constexpr uintptr_t kPage = 4096;
   const auto end = reinterpret_cast<uintptr_t>(sbrk(0));
   // The main arena is one contiguous brk area of mallinfo2().arena bytes ending at the break.
-  const uintptr_t start = (end - mallinfo2().arena) & ~(kPage - 1);
-  const int saved_errno = errno;
-  const bool ok = syscall(SYS_madvise, start, end - start, MADV_POPULATE_WRITE) == 0;
-  errno = saved_errno;
-  return ok;
+  return Populate(end - mallinfo2().arena, end, MADV_POPULATE_WRITE);
 }
 
 }  // namespace usentry

@@ -1,4 +1,5 @@
-// Mapping this binary's read-only segments in one call instead of page by page.
+// Mapping a process's pages in one call instead of taking a page fault on each: the
+// binary's code and constants, and the malloc heap.
 #ifndef USENTRY_BASE_PREFAULT_H_
 #define USENTRY_BASE_PREFAULT_H_
 

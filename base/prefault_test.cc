@@ -60,6 +60,8 @@ TEST(PrefaultTest, MapsEveryPageOfTheCodeAndConstants) {
   // A test binary runs a small part of its code: most pages have no entry yet, which is
   // what makes this test able to fail.
   ASSERT_GT(AbsentPages(ranges), 0u);
+  // Skipped only on kernels before 5.14, where the call is refused and changes nothing
+  // (usentry then takes the faults as before); this project's machines run 6.x.
   if (!PrefaultReadOnlyImage()) GTEST_SKIP() << "MADV_POPULATE_READ needs Linux 5.14";
   EXPECT_EQ(AbsentPages(ranges), 0u);
 }
@@ -77,6 +79,7 @@ TEST(PrefaultTest, HeapBlocksAreMappedBeforeTheirFirstWrite) {
   void* before = malloc(1 << 20);
   ASSERT_GT(AbsentIn(before, 1 << 20), 0u);
   free(before);
+  // Skipped only on kernels before 5.14, as above.
   if (!PrefaultHeap(4 << 20)) GTEST_SKIP() << "MADV_POPULATE_WRITE needs Linux 5.14";
   void* after = malloc(1 << 20);
   EXPECT_EQ(AbsentIn(after, 1 << 20), 0u);
