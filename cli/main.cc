@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/phases.h"
 #include "cli/run_command.h"
 #include "cli/run_options.h"
 
@@ -29,6 +30,8 @@ constexpr int kUsageError = 125;
 }  // namespace
 
 int main(int argc, char** argv) {
+  usentry::EnablePhasesFromEnv();
+  usentry::Phase("cli-main");
   // Debian builds Abseil without NDEBUG, which turns on absl::Mutex's lock-order graph:
   // every Lock then takes a global lock and updates the graph, on the sentry's path of
   // every syscall (~30 ns of a ~430 ns patched getpid). Runs skip it; unit tests keep
@@ -56,8 +59,11 @@ int main(int argc, char** argv) {
     case Kind::kSyscalls:
       fputs(usentry::sentry::SyscallsMarkdown().c_str(), stdout);
       return 0;
-    case Kind::kRun:
-      return usentry::cli::RunCommand(command->run);
+    case Kind::kRun: {
+      const int rc = usentry::cli::RunCommand(command->run);
+      usentry::Phase("cli-exit");
+      return rc;
+    }
     case Kind::kPolicyCheck:
       if (command->print_policy) {
         printf("%s\n", command->checked.ToJson().c_str());

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/phases.h"
 #include "base/prefault.h"
 #include "cli/sandbox.h"
 #include "gofer/host_fs.h"
@@ -115,7 +116,11 @@ absl::Status ConfineGoferProcess(sentry::confine::GoferIdentity identity) {
 int ServeGofer(const gofer::GoferConfig& config, sentry::confine::GoferIdentity identity,
                UniqueFd sock) {
   absl::Status st =
-      gofer::Serve(config, std::move(sock), [identity] { return ConfineGoferProcess(identity); });
+      gofer::Serve(config, std::move(sock), [identity] {
+        absl::Status confined = ConfineGoferProcess(identity);
+        Phase("gofer-serving");
+        return confined;
+      });
   if (!st.ok()) {
     fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
     return 1;
@@ -184,6 +189,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
                         const std::string& run_id, bool config_explain) {
   // Before confinement: the platform's own processes must not inherit the sentry's filter.
   absl::StatusOr<sentry::SentryHost> host = sentry::PrepareSentry(config);
+  Phase("platform-ready");
   // Only now: the zygote that PrepareSentry forks shares every page of ours until it
   // has unmapped them, and after that each page stays write-protected here until
   // written (one fault each); populating takes them all back in one call.
@@ -197,6 +203,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
   confine.own_mount_namespace = (process.namespaces & CLONE_NEWNS) != 0;
   confine.allow_ptrace = host->platform->Name() == "ptrace";
   absl::StatusOr<sentry::confine::ConfineReport> report = sentry::confine::ConfineSentry(confine);
+  Phase("sentry-confined");
   if (!report.ok()) {
     fprintf(stderr, "usentry: confining the sentry: %s\n",
             std::string(report.status().message()).c_str());
@@ -237,6 +244,7 @@ int ConfineAndRunSentry(sentry::SentryConfig config, const SentryProcess& proces
   // "pthread_getschedparam failed: 1" on stderr). A new thread's descriptor is right.
   int rc = kExitSetupFailedForThread;
   std::thread([&] { rc = sentry::RunSentry(config, std::move(host).value()); }).join();
+  Phase("sentry-exit");
   return rc;
 }
 

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/phases.h"
 #include "base/prefault.h"
 #include "base/status_macros.h"
 
@@ -248,6 +249,7 @@ struct SentryChildArgs {
 int SentryChild(void* raw) {
   auto* args = static_cast<SentryChildArgs*>(raw);
   prctl(PR_SET_NAME, "usentry-sentry");  // its threads inherit the name
+  Phase("sentry-start");
   ResetSignalsInChild(/*ignore_terminal=*/false);
   close(args->sync_write);
   // The CLI owns the sandbox: if it dies, the sentry (and with it every stub) dies.
@@ -291,6 +293,7 @@ int SentryChild(void* raw) {
     if (poll(&cli, 1, 0) != 0 && (cli.revents & POLLHUP)) _exit(125);
   }
   close(args->sync_read);
+  Phase("sentry-credentials");
   SentryProcess process;
   process.namespaces = args->namespaces;
   process.gofer_fd = args->sock;
@@ -511,6 +514,7 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
       args, options, static_cast<char*>(stack) + kSentryStackSize, result, granted);
   int clone_errno = errno;
   munmap(stack, kSentryStackSize);  // the child has its own copy
+  Phase("sentry-cloned");
   if (sentry < 0) {
     kill_helpers();
     return ErrnoStatus("clone(sentry, no namespaces)", clone_errno);
@@ -531,6 +535,7 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     }
   }
   char go = 1;
+  Phase("id-maps-written");
   if (write(sync_write.get(), &go, 1) != 1) {
     absl::Status st = ErrnoStatus("write(sentry sync pipe)");
     KillAndReap(sentry);
@@ -550,11 +555,13 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
   }
 
   ns = {};  // the gofers hold them now
+  Phase("helpers-started");
   forwarding.Start();
   absl::Time deadline = options.kill_after == absl::InfiniteDuration()
                             ? absl::InfiniteFuture()
                             : absl::Now() + options.kill_after;
   int status = WaitUntil(sentry, deadline, &result.killed_at_deadline);
+  Phase("sentry-reaped");
   sync_write.reset();
   if (status < 0) {
     absl::Status st = ErrnoStatus(absl::StrCat("waitpid(sentry ", sentry, ")"));

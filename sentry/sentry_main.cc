@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/phases.h"
 #include "gofer/client.h"
 #include "sentry/fsimpl/devfs.h"
 #include "sentry/fsimpl/host_file.h"
@@ -339,6 +340,7 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
   vcfg.host_gid = cfg.host_gid;
   auto vfs = fsimpl::BuildSandboxVfs(*gofer, vcfg, mounts_gofer.get());
   if (!vfs.ok()) return fail("filesystem", vfs.status());
+  Phase("filesystem-ready");
 
   KernelOptions opts;
   Credentials& c = opts.initial_creds;
@@ -423,12 +425,14 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
                  GoferRoundTrips(*gofer, mounts_gofer.get()));
       return code;
     }
+    Phase("program-loaded");
     tg->tasks.push_back(task);
     k.RegisterThreadGroup(tg);
     k.RegisterTask(task);
     k.StartTask(task);
     k.limits().Start();
     bool timed_out = WaitForInitOrTimeout(k, start, cfg.limits.timeout);
+    Phase("init-exited");
     // Every other process was killed with init; let their threads finish (bounded).
     absl::Time give_up = absl::Now() + absl::Seconds(10);
     while (k.running_threads > 0 && absl::Now() < give_up) {

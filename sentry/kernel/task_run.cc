@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/phases.h"
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/limits.h"
@@ -194,6 +195,7 @@ void RunTask(Task* t) {
         ExitGroup(t->thread_group(), SIGKILL);
         break;
       }
+      Phase("address-space-ready");
     }
     platform::AddressSpace* as = mm.address_space();
     t->in_app.store(true);

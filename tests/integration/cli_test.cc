@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -135,6 +137,44 @@ TEST_P(CliTest, StraceShowsSyscallsOnStderr) {
   EXPECT_EQ(r.out, "");
   EXPECT_THAT(r.err, HasSubstr("execve("));
   EXPECT_THAT(r.err, HasSubstr("exit_group(0)"));
+}
+
+// bench/phases.py reads these lines; without the variable a run prints none.
+TEST_P(CliTest, DebugPhasesPrintTheRunsMilestonesInOrder) {
+  RunResult quiet = Sandboxed({kBusybox, "echo", "hi"}, {}, {"USENTRY_DEBUG_PHASES=0"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.Describe();
+  EXPECT_THAT(quiet.err, Not(HasSubstr("usentry: phase")));
+
+  RunResult r = Sandboxed({kBusybox, "echo", "hi"}, {}, {"USENTRY_DEBUG_PHASES=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "hi\n");
+  std::map<std::string, double> at;
+  for (absl::string_view line : absl::StrSplit(r.err, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ');
+    ASSERT_EQ(f.size(), 4u) << line;
+    ASSERT_EQ(absl::StrCat(f[0], " ", f[1]), "usentry: phase") << line;
+    double seconds = 0;
+    ASSERT_TRUE(absl::SimpleAtod(f[2], &seconds)) << line;
+    EXPECT_TRUE(at.emplace(f[3], seconds).second) << "twice: " << line;
+  }
+  // Each step happens after the one it waits for (the gofer's runs beside them).
+  const std::vector<std::string> chain = {
+      "cli-main",         "sentry-cloned",   "id-maps-written", "sentry-credentials",
+      "platform-ready",   "sentry-confined", "filesystem-ready", "program-loaded",
+      "address-space-ready", "init-exited",  "sentry-exit",     "sentry-reaped",
+      "cli-exit"};
+  for (size_t i = 0; i < chain.size(); ++i) {
+    ASSERT_TRUE(at.count(chain[i])) << chain[i] << " missing in:\n" << r.err;
+    if (i > 0) {
+      EXPECT_LE(at[chain[i - 1]], at[chain[i]]) << chain[i - 1] << " after " << chain[i];
+    }
+  }
+  for (const char* other : {"sentry-start", "helpers-started", "gofer-serving"}) {
+    ASSERT_TRUE(at.count(other)) << other << " missing in:\n" << r.err;
+    EXPECT_LE(at["sentry-cloned"], at[other]) << other;
+    EXPECT_LE(at[other], at["init-exited"]) << other;
+  }
+  EXPECT_EQ(at.size(), chain.size() + 3) << r.err;
 }
 
 TEST_P(CliTest, WorkdirDefaultsToWorkspace) {
