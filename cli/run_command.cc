@@ -173,7 +173,7 @@ constexpr size_t kSentryHeapPrefault = 512 << 10;
 // (CPU), joined before the sentry confines itself, and Abseil's clock calibration
 // (mostly sleeping), which filters itself and is only waited for until it has
 // (SentryConfig::before_app). The seccomp program needs no work: it is compiled into the
-// binary (sentry_bpf_program.h).
+// binary (sentry/confine/bpf_programs.h).
 std::vector<std::thread>& SentryEarlyThreads() {
   static auto* threads = new std::vector<std::thread>;
   return *threads;

@@ -31,7 +31,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "sentry/confine/seccomp_policy.h"
-#include "sentry/confine/sentry_bpf_program.h"
+#include "sentry/confine/bpf_programs.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -230,7 +230,28 @@ ConfineLayer BecomeHostNobody(bool host_root, uint64_t keep) {
   return layer;
 }
 
+namespace {
+// What seccomp_load does, with CTL_TSYNC when `tsync` (no_new_privs is already set).
+// `what` names the allowlist in errors.
+absl::Status LoadFilter(absl::Span<const sock_filter> prog, bool tsync, absl::string_view what) {
+  const sock_fprog fprog{.len = static_cast<unsigned short>(prog.size()),
+                         .filter = const_cast<sock_filter*>(prog.data())};
+  const long rc =
+      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &fprog);
+  if (rc < 0) {
+    return ErrnoStatus(absl::StrCat("seccomp(SECCOMP_SET_MODE_FILTER", tsync ? ", TSYNC" : "",
+                                    ", ", what, " allowlist)"));
+  }
+  if (rc > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("seccomp TSYNC: thread ", rc, " could not take the ", what, " allowlist"));
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
 absl::Status LockDown(ConfineReport& report, absl::string_view what,
+                      absl::Span<const sock_filter> built_in,
                       const std::function<absl::StatusOr<ScmpFilter>(uint32_t)>& build) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
@@ -238,12 +259,17 @@ absl::Status LockDown(ConfineReport& report, absl::string_view what,
   report.layers.push_back({"no-new-privs", true, "set"});
   const char* env = getenv("USENTRY_DEBUG_SECCOMP");
   bool debug = env != nullptr && strcmp(env, "1") == 0;
-  if (debug) RETURN_IF_ERROR(InstallSeccompDebugHandler());
-  ASSIGN_OR_RETURN(ScmpFilter filter, build(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS));
+  if (!debug) {
+    RETURN_IF_ERROR(LoadFilter(built_in, /*tsync=*/false, what));
+    report.layers.push_back({"seccomp", true, "allowlist, kill (built in)"});
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(InstallSeccompDebugHandler());
+  // Only the default action differs from the built-in program: libseccomp builds it now.
+  ASSIGN_OR_RETURN(ScmpFilter filter, build(SCMP_ACT_TRAP));
   int rc = seccomp_load(filter.get());
   if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_load(", what, " allowlist)"), -rc);
-  report.layers.push_back(
-      {"seccomp", true, debug ? "allowlist, violations trap (debug)" : "allowlist, kill"});
+  report.layers.push_back({"seccomp", true, "allowlist, violations trap (debug)"});
   return absl::OkStatus();
 }
 
@@ -309,21 +335,6 @@ std::string ConfineReport::ToString() const {
   return absl::StrJoin(parts, ", ");
 }
 
-namespace {
-// What seccomp_load does, with CTL_TSYNC when `tsync` (no_new_privs is already set).
-absl::Status LoadFilter(absl::Span<const sock_filter> prog, bool tsync) {
-  const sock_fprog fprog{.len = static_cast<unsigned short>(prog.size()),
-                         .filter = const_cast<sock_filter*>(prog.data())};
-  const long rc =
-      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &fprog);
-  if (rc < 0) return ErrnoStatus("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC, sentry allowlist)");
-  if (rc > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("seccomp TSYNC: thread ", rc, " could not take the sentry allowlist"));
-  }
-  return absl::OkStatus();
-}
-}  // namespace
 
 void StartCalibration() {
   // Before the thread exists: a second thread's first malloc may otherwise create the
@@ -358,31 +369,11 @@ void FinishCalibration() {
 }
 
 absl::Status ConfineCalibrationThread() {
-  // What Abseil's NominalCPUFrequency does (open/read/close of a /sys file, then
-  // clock_gettime around nanosleeps) and what a glibc thread needs to block on a lock
-  // and to exit. EPERM rather than a kill for the rest: this thread does nothing else.
-  ScmpFilter filter(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  // Read-only opens only: nothing created, truncated or written.
-  constexpr int kTmpfileBit = 020000000;  // O_TMPFILE less the O_DIRECTORY it includes
-  constexpr int kWriteFlags = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | kTmpfileBit;
-  rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-                        SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
-  if (rc < 0) return ErrnoStatus("seccomp_rule_add(calibration, openat)", -rc);
-  for (int nr :
-       {SCMP_SYS(read), SCMP_SYS(close), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
-        SCMP_SYS(clock_gettime), SCMP_SYS(futex), SCMP_SYS(sched_yield), SCMP_SYS(rt_sigprocmask),
-        SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(madvise), SCMP_SYS(exit)}) {
-    rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
-    if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(calibration, nr=", nr, ")"), -rc);
+  // For this thread alone (no TSYNC): no_new_privs, then the built-in program.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return ErrnoStatus("prctl(PR_SET_NO_NEW_PRIVS, 1)");
   }
-  // seccomp_load sets no_new_privs for this thread first; without TSYNC the filter is
-  // this thread's alone.
-  rc = seccomp_load(filter.get());
-  if (rc < 0) return ErrnoStatus("seccomp_load(calibration)", -rc);
-  return absl::OkStatus();
+  return LoadFilter(CalibrationBpfProgram(), /*tsync=*/false, "calibration");
 }
 
 absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
@@ -413,7 +404,7 @@ absl::StatusOr<ConfineReport> ConfineSentry(const ConfineOptions& options) {
   bool debug = options.debug_seccomp || (env != nullptr && strcmp(env, "1") == 0);
   if (debug) RETURN_IF_ERROR(InstallDebugHandler());
   if (!debug) {
-    RETURN_IF_ERROR(LoadFilter(SentryBpfProgram(options.allow_ptrace), tsync));
+    RETURN_IF_ERROR(LoadFilter(SentryBpfProgram(options.allow_ptrace), tsync, "sentry"));
     report.layers.push_back({"seccomp", true, "allowlist, kill (built in)"});
     return report;
   }

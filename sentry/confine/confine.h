@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "sentry/confine/seccomp_policy.h"
 
 namespace usentry::sentry::confine {
@@ -72,10 +73,12 @@ ConfineLayer BecomeHostNobody(bool host_root, uint64_t keep = 0);
 // SIGSYS handler naming the offending syscall (USENTRY_DEBUG_SECCOMP=1), then abort.
 absl::Status InstallSeccompDebugHandler();
 // The last two layers of the gofer's and netgate's confinement: no_new_privs, then the
-// allowlist `build` makes for the default action it is given (KILL_PROCESS, or TRAP
-// with the naming handler when USENTRY_DEBUG_SECCOMP=1). `what` names the allowlist in
-// errors. Either failing leaves the process half-confined: the caller must exit.
+// allowlist: `built_in`, its program compiled at build time (bpf_programs.h), or, when
+// USENTRY_DEBUG_SECCOMP=1, the one `build` makes now for SCMP_ACT_TRAP, with the naming
+// handler. `what` names the allowlist in errors. Either failing leaves the process
+// half-confined: the caller must exit.
 absl::Status LockDown(ConfineReport& report, absl::string_view what,
+                      absl::Span<const sock_filter> built_in,
                       const std::function<absl::StatusOr<ScmpFilter>(uint32_t)>& build);
 
 // Starts Abseil's CPU-frequency calibration on a thread of its own: absl::Mutex needs

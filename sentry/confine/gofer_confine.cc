@@ -1,5 +1,4 @@
-// The gofer's confinement and host-syscall allowlist. Every entry is justified in
-// docs/security.md ("Gofer").
+// The gofer's confinement (its allowlist is gofer_filter.cc; docs/security.md, "Gofer").
 #include "sentry/confine/gofer_confine.h"
 
 #include <fcntl.h>
@@ -13,47 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "base/status_macros.h"
+#include "sentry/confine/bpf_programs.h"
 
 namespace usentry::sentry::confine {
 namespace {
-
-constexpr int kGoferSyscalls[] = {
-    // The protocol: requests in, answers and donated FDs out.
-    SCMP_SYS(recvmsg),
-    SCMP_SYS(sendmsg),
-    // Resolving and opening one component at a time beneath FDs it holds, and reopening
-    // an O_PATH FD through its own /proc/self/fd (see gofer/host_fs.h).
-    SCMP_SYS(openat),
-    SCMP_SYS(openat2),
-    SCMP_SYS(close),
-    SCMP_SYS(newfstatat),
-    SCMP_SYS(fstat),
-    SCMP_SYS(statx),
-    SCMP_SYS(readlinkat),
-    SCMP_SYS(getdents64),
-    SCMP_SYS(lseek),
-    SCMP_SYS(read),
-    SCMP_SYS(write),  // its diagnostics on stderr
-    SCMP_SYS(fcntl),
-    SCMP_SYS(fstatfs),
-    // Changes in read-write trees (the server refuses them for read-only ones).
-    SCMP_SYS(mkdirat),
-    SCMP_SYS(mknodat),
-    SCMP_SYS(unlinkat),
-    SCMP_SYS(renameat),
-    SCMP_SYS(renameat2),
-    SCMP_SYS(linkat),
-    SCMP_SYS(symlinkat),
-    SCMP_SYS(fchmodat),
-    SCMP_SYS(chmod),  // glibc chmod() of a /proc/self/fd path (mode of a directory)
-    SCMP_SYS(fchmod),
-    SCMP_SYS(fchownat),
-    SCMP_SYS(fchown),
-    SCMP_SYS(utimensat),
-    SCMP_SYS(truncate),
-    SCMP_SYS(ftruncate),
-    SCMP_SYS(umask),
-};
 
 // Capabilities a root gofer keeps: reading and writing host files as root would.
 constexpr uint64_t kFileCapabilities = (1ull << CAP_CHOWN) | (1ull << CAP_DAC_OVERRIDE) |
@@ -62,20 +24,6 @@ constexpr uint64_t kFileCapabilities = (1ull << CAP_CHOWN) | (1ull << CAP_DAC_OV
 
 }  // namespace
 
-absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
-  ScmpFilter filter(seccomp_init(default_action));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, default_action);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  for (absl::Span<const int> list :
-       {absl::Span<const int>(kGoferSyscalls), absl::Span<const int>(kHelperRuntimeSyscalls)}) {
-    for (int nr : list) {
-      rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
-      if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(gofer, nr=", nr, ")"), -rc);
-    }
-  }
-  return filter;
-}
 
 absl::StatusOr<ConfineReport> ConfineGofer(GoferIdentity identity) {
   ConfineReport report;
@@ -88,8 +36,8 @@ absl::StatusOr<ConfineReport> ConfineGofer(GoferIdentity identity) {
   const uint64_t keep = identity == GoferIdentity::kHostNobody ? 0 : kFileCapabilities;
   report.layers.push_back(DropCapabilities(true, keep | (host_root ? kSetIdCapabilities : 0)));
   report.layers.push_back(BecomeHostNobody(host_root, keep));
-  RETURN_IF_ERROR(
-      LockDown(report, "gofer", [](uint32_t action) { return BuildGoferFilter(action); }));
+  RETURN_IF_ERROR(LockDown(report, "gofer", GoferBpfProgram(),
+                           [](uint32_t action) { return BuildGoferFilter(action); }));
   return report;
 }
 

@@ -15,8 +15,6 @@
 namespace usentry::sentry::confine {
 
 // Builds the gofer's allowlist (docs/security.md lists each entry and why).
-absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
-
 // Whose host permissions the gofer serves its trees with.
 enum class GoferIdentity {
   // The caller's (its --rootfs and --mount trees): a gofer started as root keeps only

@@ -1,4 +1,4 @@
-// netgate's confinement and host-syscall allowlist (docs/security.md, "netgate").
+// netgate's confinement (its allowlist is netgate_filter.cc; docs/security.md, "netgate").
 #include "sentry/confine/netgate_confine.h"
 
 #include <fcntl.h>
@@ -18,42 +18,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "sentry/confine/bpf_programs.h"
 #include "base/unique_fd.h"
 
 namespace usentry::sentry::confine {
 namespace {
-
-constexpr int kNetgateSyscalls[] = {
-    // The sentry protocol (SCM_RIGHTS donations) and relayed datagrams.
-    SCMP_SYS(sendmsg),
-    SCMP_SYS(recvmsg),
-    SCMP_SYS(sendto),
-    SCMP_SYS(recvfrom),
-    // Dialing allowed destinations; upstream DNS (c-ares: UDP, TCP on truncation).
-    SCMP_SYS(connect),
-    SCMP_SYS(getsockopt),  // SO_ERROR of a dial, TCP_INFO byte counts
-    SCMP_SYS(setsockopt),  // c-ares sets buffer sizes
-    SCMP_SYS(getsockname),
-    SCMP_SYS(getpeername),  // the peer is checked again before a socket is donated
-    SCMP_SYS(shutdown),
-    SCMP_SYS(poll),
-    SCMP_SYS(ppoll),
-    SCMP_SYS(read),
-    SCMP_SYS(readv),
-    SCMP_SYS(write),  // the --net-log line, diagnostics on stderr
-    SCMP_SYS(writev),
-    SCMP_SYS(close),
-    SCMP_SYS(fcntl),
-    // Beyond kHelperRuntimeSyscalls: c-ares reads the time and random query ids.
-    SCMP_SYS(gettimeofday),
-    SCMP_SYS(getrandom),
-};
-
-absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp> args) {
-  int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, args.size(), args.begin());
-  if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(netgate, nr=", nr, ")"), -rc);
-  return absl::OkStatus();
-}
 
 // An empty directory, entered as root and removed: no path names anything any more.
 ConfineLayer EnterEmptyRoot() {
@@ -88,34 +57,6 @@ ConfineLayer EnterEmptyRoot() {
 
 }  // namespace
 
-absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action) {
-  ScmpFilter filter(seccomp_init(default_action));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  scmp_filter_ctx ctx = filter.get();
-  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, default_action);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  for (int nr : kNetgateSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
-  for (int nr : kHelperRuntimeSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
-  // socket(): AF_INET/AF_INET6 streams and datagrams only (SOCK_NONBLOCK/SOCK_CLOEXEC
-  // allowed), protocol 0/TCP/UDP; never raw, packet or netlink sockets.
-  constexpr uint64_t kTypeMask = 0xf;
-  for (int family : {AF_INET, AF_INET6}) {
-    for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
-      RETURN_IF_ERROR(Add(ctx, SCMP_SYS(socket),
-                          {SCMP_A0(SCMP_CMP_EQ, static_cast<uint64_t>(family)),
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, static_cast<uint64_t>(type))}));
-    }
-  }
-  // The UDP relays' socketpairs.
-  RETURN_IF_ERROR(
-      Add(ctx, SCMP_SYS(socketpair),
-          {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_DGRAM)}));
-  // c-ares asks how much a datagram socket holds and makes sockets non-blocking this way.
-  for (uint64_t cmd : {static_cast<uint64_t>(FIONREAD), static_cast<uint64_t>(FIONBIO)}) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
-  }
-  return filter;
-}
 
 absl::StatusOr<ConfineReport> ConfineNetgate() {
   ConfineReport report;
@@ -123,8 +64,8 @@ absl::StatusOr<ConfineReport> ConfineNetgate() {
   report.layers.push_back(EnterEmptyRoot());  // may enter a user namespace (not root)
   report.layers.push_back(DropCapabilities(true, host_root ? kSetIdCapabilities : 0));
   report.layers.push_back(BecomeHostNobody(host_root));
-  RETURN_IF_ERROR(
-      LockDown(report, "netgate", [](uint32_t action) { return BuildNetgateFilter(action); }));
+  RETURN_IF_ERROR(LockDown(report, "netgate", NetgateBpfProgram(),
+                           [](uint32_t action) { return BuildNetgateFilter(action); }));
   return report;
 }
 

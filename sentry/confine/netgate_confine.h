@@ -16,8 +16,6 @@
 
 namespace usentry::sentry::confine {
 
-absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
-
 // Single-threaded callers only. Irreversible. Layers the host refuses (no CAP_SYS_CHROOT
 // and no user namespace for it) are reported; failing to set no_new_privs or to load
 // the filter is an error and the caller must exit.

@@ -252,6 +252,30 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   return filter;
 }
 
+absl::StatusOr<ScmpFilter> BuildCalibrationFilter() {
+  // What Abseil's NominalCPUFrequency does (open/read/close of a /sys file, then
+  // clock_gettime around nanosleeps) and what a glibc thread needs to block on a lock
+  // and to exit. EPERM rather than a kill for the rest: this thread does nothing else.
+  ScmpFilter filter(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  // Read-only opens only: nothing created, truncated or written.
+  constexpr int kTmpfileBit = 020000000;  // O_TMPFILE less the O_DIRECTORY it includes
+  constexpr int kWriteFlags = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | kTmpfileBit;
+  rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                        SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
+  if (rc < 0) return ErrnoStatus("seccomp_rule_add(calibration, openat)", -rc);
+  for (int nr :
+       {SCMP_SYS(read), SCMP_SYS(close), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
+        SCMP_SYS(clock_gettime), SCMP_SYS(futex), SCMP_SYS(sched_yield), SCMP_SYS(rt_sigprocmask),
+        SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(madvise), SCMP_SYS(exit)}) {
+    rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
+    if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(calibration, nr=", nr, ")"), -rc);
+  }
+  return filter;
+}
+
 absl::StatusOr<std::vector<sock_filter>> ExportBpf(const ScmpFilter& filter) {
   UniqueFd fd(memfd_create("usentry-seccomp-bpf", MFD_CLOEXEC));
   if (!fd.valid()) return ErrnoStatus("memfd_create(usentry-seccomp-bpf)");

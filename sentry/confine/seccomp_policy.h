@@ -1,5 +1,6 @@
-// The sentry's host-syscall allowlist (libseccomp), built separately from installing it
-// so tests can export the BPF and evaluate it in-process.
+// The host-syscall allowlists of the sentry and its helpers (libseccomp), built
+// separately from installing them so that the build can compile them to BPF ahead
+// (bpf_programs.h) and tests can export the BPF and evaluate it in-process.
 #ifndef USENTRY_SENTRY_CONFINE_SECCOMP_POLICY_H_
 #define USENTRY_SENTRY_CONFINE_SECCOMP_POLICY_H_
 
@@ -41,6 +42,16 @@ inline constexpr int kHelperRuntimeSyscalls[] = {
     SCMP_SYS(gettid),         SCMP_SYS(exit),
     SCMP_SYS(exit_group),
 };
+
+// The helpers' allowlists (gofer_filter.cc, netgate_filter.cc): their jobs' syscalls on
+// top of kHelperRuntimeSyscalls; other ABIs get the default action too.
+absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
+absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action = SCMP_ACT_KILL_PROCESS);
+
+// The sentry's calibration thread's filter (confine.h, ConfineCalibrationThread):
+// read-only openat, read, close, sleeping, clock reads, futex, signal masks, madvise and
+// exit; EPERM for anything else, other ABIs killed.
+absl::StatusOr<ScmpFilter> BuildCalibrationFilter();
 
 // Compiles `filter` to classic BPF (seccomp_export_bpf through a memfd).
 absl::StatusOr<std::vector<sock_filter>> ExportBpf(const ScmpFilter& filter);

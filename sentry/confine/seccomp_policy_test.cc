@@ -19,7 +19,7 @@
 
 #include "base/bpf/interpreter.h"
 #include "gtest/gtest.h"
-#include "sentry/confine/sentry_bpf_program.h"
+#include "sentry/confine/bpf_programs.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -237,19 +237,29 @@ TEST(SentryFilterWithoutPtraceTest, EveryPtraceRequestKills) {
 // The programs compiled into the binary at build time are, instruction for instruction,
 // what this libseccomp makes of the rules now: a rule changed without the generator
 // rerunning, or a libseccomp upgrade under an old build, fails here.
-TEST(SentryBpfProgramTest, BuiltInProgramsAreWhatLibseccompBuilds) {
-  for (bool allow_ptrace : {false, true}) {
-    absl::StatusOr<ScmpFilter> filter = BuildSentryFilter(SCMP_ACT_KILL_PROCESS, allow_ptrace);
-    ASSERT_TRUE(filter.ok()) << filter.status();
-    absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*filter);
+TEST(BpfProgramsTest, BuiltInProgramsAreWhatLibseccompBuilds) {
+  struct Case {
+    const char* name;
+    absl::StatusOr<ScmpFilter> filter;
+    absl::Span<const sock_filter> built_in;
+  };
+  Case cases[] = {
+      {"sentry", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, false), SentryBpfProgram(false)},
+      {"sentry+ptrace", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, true), SentryBpfProgram(true)},
+      {"gofer", BuildGoferFilter(SCMP_ACT_KILL_PROCESS), GoferBpfProgram()},
+      {"netgate", BuildNetgateFilter(SCMP_ACT_KILL_PROCESS), NetgateBpfProgram()},
+      {"calibration", BuildCalibrationFilter(), CalibrationBpfProgram()},
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(c.filter.ok()) << c.name << ": " << c.filter.status();
+    absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*c.filter);
     ASSERT_TRUE(prog.ok()) << prog.status();
-    absl::Span<const sock_filter> built_in = SentryBpfProgram(allow_ptrace);
-    ASSERT_EQ(built_in.size(), prog->size()) << "allow_ptrace=" << allow_ptrace;
-    for (size_t i = 0; i < built_in.size(); ++i) {
-      const sock_filter& a = built_in[i];
+    ASSERT_EQ(c.built_in.size(), prog->size()) << c.name;
+    for (size_t i = 0; i < c.built_in.size(); ++i) {
+      const sock_filter& a = c.built_in[i];
       const sock_filter& b = (*prog)[i];
       EXPECT_TRUE(a.code == b.code && a.jt == b.jt && a.jf == b.jf && a.k == b.k)
-          << "allow_ptrace=" << allow_ptrace << " instruction " << i;
+          << c.name << " instruction " << i;
     }
   }
   // And the two differ where they should: only the ptrace variant allows PTRACE_SYSEMU.
@@ -260,6 +270,25 @@ TEST(SentryBpfProgramTest, BuiltInProgramsAreWhatLibseccompBuilds) {
   data.args[1] = 5;
   EXPECT_EQ(bpf::EvaluateSeccomp(SentryBpfProgram(true), data), SECCOMP_RET_ALLOW);
   EXPECT_EQ(bpf::EvaluateSeccomp(SentryBpfProgram(false), data), SECCOMP_RET_KILL_PROCESS);
+
+  // The helpers' programs: each allows its job and nothing beside it.
+  auto eval = [](absl::Span<const sock_filter> prog, int nr, std::vector<uint64_t> args) {
+    seccomp_data d = {};
+    d.nr = nr;
+    d.arch = AUDIT_ARCH_X86_64;
+    for (size_t i = 0; i < args.size(); ++i) d.args[i] = args[i];
+    return bpf::EvaluateSeccomp(prog, d);
+  };
+  EXPECT_EQ(eval(GoferBpfProgram(), __NR_openat2, {}), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(eval(GoferBpfProgram(), __NR_socket, {AF_INET, SOCK_STREAM}), SECCOMP_RET_KILL_PROCESS);
+  EXPECT_EQ(eval(NetgateBpfProgram(), __NR_socket, {AF_INET, SOCK_STREAM}), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(eval(NetgateBpfProgram(), __NR_socket, {AF_NETLINK, SOCK_RAW}),
+            SECCOMP_RET_KILL_PROCESS);
+  EXPECT_EQ(eval(NetgateBpfProgram(), __NR_openat, {}), SECCOMP_RET_KILL_PROCESS);
+  EXPECT_EQ(eval(CalibrationBpfProgram(), __NR_openat, {0, 0, O_RDONLY}), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(eval(CalibrationBpfProgram(), __NR_openat, {0, 0, O_WRONLY | O_CREAT}),
+            SECCOMP_RET_ERRNO | EPERM);
+  EXPECT_EQ(eval(CalibrationBpfProgram(), __NR_write, {2}), SECCOMP_RET_ERRNO | EPERM);
 }
 
 TEST_F(SentryFilterTest, OtherAbisKill) {
