@@ -60,8 +60,8 @@ int Main(int argc, char** argv) {
     }
     absl::StrAppend(&data, *array);
     if (*p.function != '\0') {
-      absl::StrAppend(&accessors, "\nabsl::Span<const sock_filter> ", p.function,
-                      "() { return ", p.array, "; }\n");
+      absl::StrAppend(&accessors, "\nabsl::Span<const sock_filter> ", p.function, "() { return ",
+                      p.array, "; }\n");
     }
   }
   const std::string text = absl::StrCat(
