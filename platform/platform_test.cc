@@ -24,12 +24,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "platform/ptrace/ptrace_platform.h"
+#include "platform/stub_child_unsafe.h"
+#include "platform/systrap/stub_code_unsafe.h"
 #include "platform/systrap/systrap_platform.h"
 #include "platform/test_machine.h"
 #include "platform/xsave_layout.h"
@@ -546,6 +549,56 @@ TEST_P(PlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {
   std::ifstream comm(absl::StrCat("/proc/", StubPid(), "/comm"));
   std::getline(comm, line);
   EXPECT_EQ(line, "usentry-stub");
+}
+
+// A stub starts with every host signal at its default action but the ones stub code
+// handles, whatever the sentry had caught or ignored (a stub that inherited a sentry
+// handler would jump into code it no longer maps).
+TEST_P(PlatformTest, StubSignalActionsAreDefaultButTheStubsOwn) {
+  struct sigaction caught {}, old_usr2 {};
+  caught.sa_handler = [](int) {};
+  ASSERT_EQ(sigaction(SIGUSR2, &caught, &old_usr2), 0);
+  void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+  void (*old_hup)(int) = signal(SIGHUP, SIG_IGN);
+  absl::StatusOr<std::unique_ptr<Platform>> platform =
+      NewPlatform(GetParam(), MemoryFileInfo{.fd = memfd_.get()});
+  ASSERT_TRUE(platform.ok()) << platform.status();
+  absl::StatusOr<std::unique_ptr<AddressSpace>> as = (*platform)->NewAddressSpace();
+  ASSERT_TRUE(as.ok()) << as.status();
+  sigaction(SIGUSR2, &old_usr2, nullptr);
+  signal(SIGPIPE, old_pipe);
+  signal(SIGHUP, old_hup);
+
+  std::ifstream status(absl::StrCat("/proc/", StubPidOf(**as), "/status"));
+  std::string line, ign, cgt;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigIgn:\t", 0) == 0) ign = line.substr(8);
+    if (line.rfind("SigCgt:\t", 0) == 0) cgt = line.substr(8);
+  }
+  EXPECT_EQ(ign, "0000000000000000");
+  const uint64_t handled = GetParam() == "systrap" ? systrap::kHandledSignals : 0;
+  EXPECT_EQ(cgt, absl::StrFormat("%016x", handled));
+}
+
+TEST(NonDefaultSignalsTest, ReadsBothMasksOfAStatusText) {
+  EXPECT_EQ(NonDefaultSignals("Name:\tx\nSigIgn:\t0000000000001000\nSigCgt:\t0000000180000002\n"),
+            0x0000000180001002u);
+  // This process: SIGUSR1 caught shows up.
+  struct sigaction caught {}, old {};
+  caught.sa_handler = [](int) {};
+  ASSERT_EQ(sigaction(SIGUSR1, &caught, &old), 0);
+  std::ifstream in("/proc/self/status");
+  std::stringstream text;
+  text << in.rdbuf();
+  sigaction(SIGUSR1, &old, nullptr);
+  std::optional<uint64_t> mine = NonDefaultSignals(text.str());
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_NE(*mine & (uint64_t{1} << (SIGUSR1 - 1)), 0u);
+  // Anything else: unknown (the stub then resets all 64).
+  EXPECT_FALSE(NonDefaultSignals("").has_value());
+  EXPECT_FALSE(NonDefaultSignals("\nSigIgn:\t0000000000000000\n").has_value());
+  EXPECT_FALSE(NonDefaultSignals("\nSigIgn:\t00000000000000\nSigCgt:\t0000000000000000").has_value());
+  EXPECT_FALSE(NonDefaultSignals("\nSigIgn:\t000000000000000g\nSigCgt:\t0000000000000000").has_value());
 }
 
 // int 0x80 must never be taken for a 64-bit syscall: with IA-32 emulation it is a

@@ -7,7 +7,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace usentry::platform {
 
@@ -60,6 +62,11 @@ enum StubChildExit : int {
   kChildCapset,
 };
 const char* StubChildExitName(int code);
+
+// The signals whose action is not the default in a /proc/PID/status text: its SigIgn
+// and SigCgt masks (bit sig-1), or nullopt when either line is missing or malformed.
+// No allocation (the stub child calls it).
+std::optional<uint64_t> NonDefaultSignals(std::string_view status);
 
 // Body of the freshly forked (raw clone, no atfork handlers) stub child: only raw
 // syscalls, no allocation. PDEATHSIG, resets signal dispositions (or installs the stub
