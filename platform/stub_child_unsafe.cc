@@ -1,7 +1,6 @@
 // Stub child setup shared by the platforms (see stub_child_unsafe.h).
 #include "platform/stub_child_unsafe.h"
 
-#include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -42,30 +43,20 @@ void CloseRange(long lo, long hi) {
   }
 }
 
-// This process's non-default signal actions, from /proc/self/status (its own, right
-// after the clone: a copy of the parent's). All 64 signals when /proc is not there: a
-// ptrace stub is made by a sentry already confined to its empty root.
-uint64_t SignalsToReset() {
-  constexpr uint64_t kAll = ~uint64_t{0};
-  const long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return kAll;
-  char buf[4096];
-  size_t len = 0;
-  while (len < sizeof(buf)) {
-    const long n = syscall(SYS_read, fd, buf + len, sizeof(buf) - len);
-    if (n <= 0) break;
-    len += static_cast<size_t>(n);
-  }
-  syscall(SYS_close, fd);
-  return NonDefaultSignals(std::string_view(buf, len)).value_or(kAll);
-}
-
 const char* SignalAbbrev(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev != nullptr ? abbrev : "?";
 }
 
 }  // namespace
+
+std::optional<uint64_t> NonDefaultSignalsOfThisProcess() {
+  std::ifstream in("/proc/self/status");
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return NonDefaultSignals(text.str());
+}
 
 std::optional<uint64_t> NonDefaultSignals(std::string_view status) {
   uint64_t masks[2] = {0, 0};
@@ -177,10 +168,9 @@ void StubChildMain(const StubChildArgs& args) {
 
   // Handlers point into sentry code that is about to disappear; the mask is the sentry
   // thread's. The sentry emulates app signals: host ones stay default, except those the
-  // stub code itself handles (systrap). Only the ~10 actions that are not default
-  // already are reset: 62 rt_sigaction calls took 0.4-0.6 ms on the way to the systrap
-  // zygote's first report, which every run waits for.
-  const uint64_t reset = SignalsToReset();
+  // stub code itself handles (systrap). Only reset_mask's actions are reset (see
+  // StubChildArgs).
+  const uint64_t reset = args.reset_mask;
   const KernelSigaction dfl{};
   const KernelSigaction stub{.handler = args.handler,
                              .flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer,

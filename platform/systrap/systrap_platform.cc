@@ -1076,7 +1076,10 @@ absl::Status SystrapPlatform::Start() {
                            .drop_caps = true,
                            .handler = code_.handler,
                            .restorer = code_.restorer,
-                           .handled_mask = kHandledSignals};
+                           .handled_mask = kHandledSignals,
+                           // Read now, before the clone: the child of a confined
+                           // sentry could not open /proc (its filter kills on openat).
+                           .reset_mask = NonDefaultSignalsOfThisProcess().value_or(~uint64_t{0})};
   // A raw clone rather than fork(): no atfork handlers run in this multi-threaded
   // process, and the child only makes raw syscalls before leaving sentry code.
   const long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
