@@ -115,12 +115,11 @@ absl::Status ConfineGoferProcess(sentry::confine::GoferIdentity identity) {
 // Body of the gofer child.
 int ServeGofer(const gofer::GoferConfig& config, sentry::confine::GoferIdentity identity,
                UniqueFd sock) {
-  absl::Status st =
-      gofer::Serve(config, std::move(sock), [identity] {
-        absl::Status confined = ConfineGoferProcess(identity);
-        Phase("gofer-serving");
-        return confined;
-      });
+  absl::Status st = gofer::Serve(config, std::move(sock), [identity] {
+    absl::Status confined = ConfineGoferProcess(identity);
+    Phase("gofer-serving");
+    return confined;
+  });
   if (!st.ok()) {
     fprintf(stderr, "usentry: gofer: %s\n", std::string(st.message()).c_str());
     return 1;

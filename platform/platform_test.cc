@@ -555,7 +555,8 @@ TEST_P(PlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {
 // handles, whatever the sentry had caught or ignored (a stub that inherited a sentry
 // handler would jump into code it no longer maps).
 TEST_P(PlatformTest, StubSignalActionsAreDefaultButTheStubsOwn) {
-  struct sigaction caught {}, old_usr2 {};
+  struct sigaction caught = {};
+  struct sigaction old_usr2 = {};
   caught.sa_handler = [](int) {};
   ASSERT_EQ(sigaction(SIGUSR2, &caught, &old_usr2), 0);
   void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
@@ -584,7 +585,8 @@ TEST(NonDefaultSignalsTest, ReadsBothMasksOfAStatusText) {
   EXPECT_EQ(NonDefaultSignals("Name:\tx\nSigIgn:\t0000000000001000\nSigCgt:\t0000000180000002\n"),
             0x0000000180001002u);
   // This process: SIGUSR1 caught shows up.
-  struct sigaction caught {}, old {};
+  struct sigaction caught = {};
+  struct sigaction old = {};
   caught.sa_handler = [](int) {};
   ASSERT_EQ(sigaction(SIGUSR1, &caught, &old), 0);
   std::ifstream in("/proc/self/status");
@@ -597,8 +599,10 @@ TEST(NonDefaultSignalsTest, ReadsBothMasksOfAStatusText) {
   // Anything else: unknown (the stub then resets all 64).
   EXPECT_FALSE(NonDefaultSignals("").has_value());
   EXPECT_FALSE(NonDefaultSignals("\nSigIgn:\t0000000000000000\n").has_value());
-  EXPECT_FALSE(NonDefaultSignals("\nSigIgn:\t00000000000000\nSigCgt:\t0000000000000000").has_value());
-  EXPECT_FALSE(NonDefaultSignals("\nSigIgn:\t000000000000000g\nSigCgt:\t0000000000000000").has_value());
+  EXPECT_FALSE(
+      NonDefaultSignals("\nSigIgn:\t00000000000000\nSigCgt:\t0000000000000000").has_value());
+  EXPECT_FALSE(
+      NonDefaultSignals("\nSigIgn:\t000000000000000g\nSigCgt:\t0000000000000000").has_value());
 }
 
 // int 0x80 must never be taken for a 64-bit syscall: with IA-32 emulation it is a

@@ -30,8 +30,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
-#include "sentry/confine/seccomp_policy.h"
 #include "sentry/confine/bpf_programs.h"
+#include "sentry/confine/seccomp_policy.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -239,8 +239,8 @@ absl::Status LoadFilter(absl::Span<const sock_filter> prog, bool tsync, absl::st
   const long rc =
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0, &fprog);
   if (rc < 0) {
-    return ErrnoStatus(absl::StrCat("seccomp(SECCOMP_SET_MODE_FILTER", tsync ? ", TSYNC" : "",
-                                    ", ", what, " allowlist)"));
+    return ErrnoStatus(absl::StrCat("seccomp(SECCOMP_SET_MODE_FILTER", tsync ? ", TSYNC" : "", ", ",
+                                    what, " allowlist)"));
   }
   if (rc > 0) {
     return absl::FailedPreconditionError(
@@ -334,7 +334,6 @@ std::string ConfineReport::ToString() const {
   }
   return absl::StrJoin(parts, ", ");
 }
-
 
 void StartCalibration() {
   // Before the thread exists: a second thread's first malloc may otherwise create the

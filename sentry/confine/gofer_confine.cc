@@ -24,7 +24,6 @@ constexpr uint64_t kFileCapabilities = (1ull << CAP_CHOWN) | (1ull << CAP_DAC_OV
 
 }  // namespace
 
-
 absl::StatusOr<ConfineReport> ConfineGofer(GoferIdentity identity) {
   ConfineReport report;
   // As root both become host nobody: the view's gofer with no capability, the caller's

@@ -3,10 +3,8 @@
 // (bpf_programs.h).
 #include <seccomp.h>
 
-#include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
 #include "base/status_macros.h"
-#include "sentry/confine/seccomp_policy.h"
+#include "sentry/confine/filter_rules.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -52,17 +50,9 @@ constexpr int kGoferSyscalls[] = {
 }  // namespace
 
 absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
-  ScmpFilter filter(seccomp_init(default_action));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, default_action);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  for (absl::Span<const int> list :
-       {absl::Span<const int>(kGoferSyscalls), absl::Span<const int>(kHelperRuntimeSyscalls)}) {
-    for (int nr : list) {
-      rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
-      if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(gofer, nr=", nr, ")"), -rc);
-    }
-  }
+  ASSIGN_OR_RETURN(ScmpFilter filter, NewFilter(default_action, default_action));
+  for (int nr : kGoferSyscalls) RETURN_IF_ERROR(AddRule(filter.get(), nr));
+  for (int nr : kHelperRuntimeSyscalls) RETURN_IF_ERROR(AddRule(filter.get(), nr));
   return filter;
 }
 

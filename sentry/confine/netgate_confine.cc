@@ -18,8 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "sentry/confine/bpf_programs.h"
 #include "base/unique_fd.h"
+#include "sentry/confine/bpf_programs.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -56,7 +56,6 @@ ConfineLayer EnterEmptyRoot() {
 }
 
 }  // namespace
-
 
 absl::StatusOr<ConfineReport> ConfineNetgate() {
   ConfineReport report;

@@ -4,11 +4,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
-#include <initializer_list>
-
-#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "sentry/confine/seccomp_policy.h"
+#include "sentry/confine/filter_rules.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -39,39 +36,31 @@ constexpr int kNetgateSyscalls[] = {
     SCMP_SYS(getrandom),
 };
 
-absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp> args) {
-  int rc = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, args.size(), args.begin());
-  if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(netgate, nr=", nr, ")"), -rc);
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<ScmpFilter> BuildNetgateFilter(uint32_t default_action) {
-  ScmpFilter filter(seccomp_init(default_action));
-  if (!filter) return absl::InternalError("seccomp_init failed");
+  ASSIGN_OR_RETURN(ScmpFilter filter, NewFilter(default_action, default_action));
   scmp_filter_ctx ctx = filter.get();
-  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, default_action);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
-  for (int nr : kNetgateSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
-  for (int nr : kHelperRuntimeSyscalls) RETURN_IF_ERROR(Add(ctx, nr, {}));
+  for (int nr : kNetgateSyscalls) RETURN_IF_ERROR(AddRule(ctx, nr));
+  for (int nr : kHelperRuntimeSyscalls) RETURN_IF_ERROR(AddRule(ctx, nr));
   // socket(): AF_INET/AF_INET6 streams and datagrams only (SOCK_NONBLOCK/SOCK_CLOEXEC
   // allowed), protocol 0/TCP/UDP; never raw, packet or netlink sockets.
   constexpr uint64_t kTypeMask = 0xf;
   for (int family : {AF_INET, AF_INET6}) {
     for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
-      RETURN_IF_ERROR(Add(ctx, SCMP_SYS(socket),
-                          {SCMP_A0(SCMP_CMP_EQ, static_cast<uint64_t>(family)),
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, static_cast<uint64_t>(type))}));
+      RETURN_IF_ERROR(
+          AddRule(ctx, SCMP_SYS(socket),
+                  {SCMP_A0(SCMP_CMP_EQ, static_cast<uint64_t>(family)),
+                   SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, static_cast<uint64_t>(type))}));
     }
   }
   // The UDP relays' socketpairs.
   RETURN_IF_ERROR(
-      Add(ctx, SCMP_SYS(socketpair),
-          {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_DGRAM)}));
+      AddRule(ctx, SCMP_SYS(socketpair),
+              {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_DGRAM)}));
   // c-ares asks how much a datagram socket holds and makes sockets non-blocking this way.
   for (uint64_t cmd : {static_cast<uint64_t>(FIONREAD), static_cast<uint64_t>(FIONBIO)}) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
+    RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
   }
   return filter;
 }

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/unique_fd.h"
+#include "sentry/confine/filter_rules.h"
 
 namespace usentry::sentry::confine {
 namespace {
@@ -179,8 +180,18 @@ constexpr uint64_t kPtraceRequests[] = {
     PTRACE_GET_SYSCALL_INFO,
 };
 
-absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp> args,
-                 uint32_t action = SCMP_ACT_ALLOW) {
+}  // namespace
+
+absl::StatusOr<ScmpFilter> NewFilter(uint32_t default_action, uint32_t badarch_action) {
+  ScmpFilter filter(seccomp_init(default_action));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, badarch_action);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  return filter;
+}
+
+absl::Status AddRule(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp> args,
+                     uint32_t action) {
   int rc = seccomp_rule_add_array(ctx, action, nr, args.size(), args.begin());
   if (rc < 0) {
     char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
@@ -192,52 +203,49 @@ absl::Status Add(scmp_filter_ctx ctx, int nr, std::initializer_list<scmp_arg_cmp
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow_ptrace) {
-  ScmpFilter filter(seccomp_init(default_action));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  scmp_filter_ctx ctx = filter.get();
   // A syscall from a foreign ABI (int 0x80, x32) is never on our list.
-  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, default_action);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  ASSIGN_OR_RETURN(ScmpFilter filter, NewFilter(default_action, default_action));
+  scmp_filter_ctx ctx = filter.get();
 
-  for (int nr : kUnconditional) RETURN_IF_ERROR(Add(ctx, nr, {}));
+  for (int nr : kUnconditional) RETURN_IF_ERROR(AddRule(ctx, nr));
 
   // fstat is newfstatat(fd, "", buf, AT_EMPTY_PATH) in glibc; a path lookup is not needed.
-  RETURN_IF_ERROR(
-      Add(ctx, SCMP_SYS(newfstatat), {SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)}));
+  RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(newfstatat),
+                          {SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)}));
   // Threads and stub processes, never new namespaces.
   RETURN_IF_ERROR(
-      Add(ctx, SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneNamespaceFlags, 0)}));
+      AddRule(ctx, SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, kCloneNamespaceFlags, 0)}));
   // The systrap platform's socketpair to each stub (host files for MapHostFile travel
   // on it as SCM_RIGHTS): connected to nothing but itself. SEQPACKET only.
   constexpr uint64_t kTypeMask = 0xf;  // the type without SOCK_CLOEXEC, SOCK_NONBLOCK
-  RETURN_IF_ERROR(
-      Add(ctx, SCMP_SYS(socketpair),
-          {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_SEQPACKET)}));
+  RETURN_IF_ERROR(AddRule(
+      ctx, SCMP_SYS(socketpair),
+      {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, SOCK_SEQPACKET)}));
   // clone3 passes flags in memory seccomp cannot read: refuse it so glibc uses clone.
-  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(clone3), {}, SCMP_ACT_ERRNO(ENOSYS)));
+  RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(clone3), {}, SCMP_ACT_ERRNO(ENOSYS)));
   // The app's membarrier across its threads (which run in stub processes) is the host's
   // global barrier; no other command (registration changes what the host does later).
-  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
+  RETURN_IF_ERROR(
+      AddRule(ctx, SCMP_SYS(membarrier), {SCMP_A0(SCMP_CMP_EQ, MEMBARRIER_CMD_GLOBAL)}));
   // systrap moves a sentry thread off a vCPU it shares with its stub (its own affinity).
-  RETURN_IF_ERROR(Add(ctx, SCMP_SYS(sched_setaffinity), {SCMP_A0(SCMP_CMP_EQ, 0)}));
+  RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(sched_setaffinity), {SCMP_A0(SCMP_CMP_EQ, 0)}));
   // The socket options the app's TCP connections pass through to the host socket;
   // nothing that binds to a device, marks packets or attaches a filter.
   for (const SockOpt& o : kSockOpts) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(setsockopt),
-                        {SCMP_A1(SCMP_CMP_EQ, static_cast<uint64_t>(o.level)),
-                         SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(o.name))}));
+    RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(setsockopt),
+                            {SCMP_A1(SCMP_CMP_EQ, static_cast<uint64_t>(o.level)),
+                             SCMP_A2(SCMP_CMP_EQ, static_cast<uint64_t>(o.name))}));
   }
   for (uint64_t cmd : kIoctls) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
+    RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_EQ, cmd)}));
   }
   for (uint64_t option : kPrctlOptions) {
-    RETURN_IF_ERROR(Add(ctx, SCMP_SYS(prctl), {SCMP_A0(SCMP_CMP_EQ, option)}));
+    RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(prctl), {SCMP_A0(SCMP_CMP_EQ, option)}));
   }
   for (uint64_t request : kPtraceRequests) {
-    if (allow_ptrace) RETURN_IF_ERROR(Add(ctx, SCMP_SYS(ptrace), {SCMP_A0(SCMP_CMP_EQ, request)}));
+    if (allow_ptrace)
+      RETURN_IF_ERROR(AddRule(ctx, SCMP_SYS(ptrace), {SCMP_A0(SCMP_CMP_EQ, request)}));
   }
   // Signals only to a positive pid (a stub): never pid 0 (our process group, which holds
   // the CLI when there is no PID namespace) or -1 (everything we may signal). pid_t is
@@ -246,7 +254,7 @@ absl::StatusOr<ScmpFilter> BuildSentryFilter(uint32_t default_action, bool allow
   for (int bit = 0; bit < 31; ++bit) {
     const uint64_t mask = 0xFFFFFFFF80000000ull | (1ull << bit);
     for (int nr : {SCMP_SYS(kill), SCMP_SYS(tgkill)}) {
-      RETURN_IF_ERROR(Add(ctx, nr, {SCMP_A0(SCMP_CMP_MASKED_EQ, mask, 1ull << bit)}));
+      RETURN_IF_ERROR(AddRule(ctx, nr, {SCMP_A0(SCMP_CMP_MASKED_EQ, mask, 1ull << bit)}));
     }
   }
   return filter;
@@ -256,22 +264,17 @@ absl::StatusOr<ScmpFilter> BuildCalibrationFilter() {
   // What Abseil's NominalCPUFrequency does (open/read/close of a /sys file, then
   // clock_gettime around nanosleeps) and what a glibc thread needs to block on a lock
   // and to exit. EPERM rather than a kill for the rest: this thread does nothing else.
-  ScmpFilter filter(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  ASSIGN_OR_RETURN(ScmpFilter filter, NewFilter(SCMP_ACT_ERRNO(EPERM), SCMP_ACT_KILL_PROCESS));
   // Read-only opens only: nothing created, truncated or written.
   constexpr int kTmpfileBit = 020000000;  // O_TMPFILE less the O_DIRECTORY it includes
   constexpr int kWriteFlags = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | kTmpfileBit;
-  rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-                        SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
-  if (rc < 0) return ErrnoStatus("seccomp_rule_add(calibration, openat)", -rc);
+  RETURN_IF_ERROR(
+      AddRule(filter.get(), SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0)}));
   for (int nr :
        {SCMP_SYS(read), SCMP_SYS(close), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
         SCMP_SYS(clock_gettime), SCMP_SYS(futex), SCMP_SYS(sched_yield), SCMP_SYS(rt_sigprocmask),
         SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(madvise), SCMP_SYS(exit)}) {
-    rc = seccomp_rule_add(filter.get(), SCMP_ACT_ALLOW, nr, 0);
-    if (rc < 0) return ErrnoStatus(absl::StrCat("seccomp_rule_add(calibration, nr=", nr, ")"), -rc);
+    RETURN_IF_ERROR(AddRule(filter.get(), nr));
   }
   return filter;
 }

@@ -158,11 +158,19 @@ TEST_P(CliTest, DebugPhasesPrintTheRunsMilestonesInOrder) {
     EXPECT_TRUE(at.emplace(f[3], seconds).second) << "twice: " << line;
   }
   // Each step happens after the one it waits for (the gofer's runs beside them).
-  const std::vector<std::string> chain = {
-      "cli-main",         "sentry-cloned",   "id-maps-written", "sentry-credentials",
-      "platform-ready",   "sentry-confined", "filesystem-ready", "program-loaded",
-      "address-space-ready", "init-exited",  "sentry-exit",     "sentry-reaped",
-      "cli-exit"};
+  const std::vector<std::string> chain = {"cli-main",
+                                          "sentry-cloned",
+                                          "id-maps-written",
+                                          "sentry-credentials",
+                                          "platform-ready",
+                                          "sentry-confined",
+                                          "filesystem-ready",
+                                          "program-loaded",
+                                          "address-space-ready",
+                                          "init-exited",
+                                          "sentry-exit",
+                                          "sentry-reaped",
+                                          "cli-exit"};
   for (size_t i = 0; i < chain.size(); ++i) {
     ASSERT_TRUE(at.count(chain[i])) << chain[i] << " missing in:\n" << r.err;
     if (i > 0) {
