@@ -11,10 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
-#include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 
 namespace usentry::platform {
@@ -59,26 +60,21 @@ std::optional<uint64_t> NonDefaultSignalsOfThisProcess() {
 }
 
 std::optional<uint64_t> NonDefaultSignals(std::string_view status) {
-  uint64_t masks[2] = {0, 0};
-  const std::string_view keys[2] = {"\nSigIgn:\t", "\nSigCgt:\t"};
-  for (int k = 0; k < 2; ++k) {
-    const size_t at = status.find(keys[k]);
-    if (at == std::string_view::npos || status.size() - at - keys[k].size() < 16) {
+  uint64_t actions = 0;
+  for (std::string_view key : {"\nSigIgn:\t", "\nSigCgt:\t"}) {
+    const size_t at = status.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    std::string_view value = status.substr(at + key.size());
+    value = value.substr(0, value.find('\n'));
+    uint64_t mask = 0;
+    // The kernel prints each mask as 16 hex digits.
+    if (value.size() != 16 ||
+        !absl::SimpleHexAtoi(absl::string_view(value.data(), value.size()), &mask)) {
       return std::nullopt;
     }
-    for (char c : status.substr(at + keys[k].size(), 16)) {
-      int digit;
-      if (c >= '0' && c <= '9') {
-        digit = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        digit = c - 'a' + 10;
-      } else {
-        return std::nullopt;
-      }
-      masks[k] = masks[k] << 4 | static_cast<uint64_t>(digit);
-    }
+    actions |= mask;
   }
-  return masks[0] | masks[1];
+  return actions;
 }
 
 bool IsSynchronousSignal(const siginfo_t& info) {
