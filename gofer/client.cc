@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "base/cpu_pin.h"
 #include "gofer/protocol.h"
 
 namespace usentry::gofer {
@@ -24,6 +25,9 @@ Client::~Client() = default;
 static SysResult<Reply> Call(UniqueFd& sock, uint64_t& next_tag,
                              std::array<uint64_t, Client::kOpSlots>& trips_by_op, Request& req) {
   if (!sock.valid()) return Errno{EIO};
+  // The gofer answers on the CPU this thread waits on: both hand-offs stay on one CPU.
+  ScopedCpuPin pin;
+  req.cpu = pin.cpu();
   req.tag = next_tag++;
   std::string bytes = EncodeRequest(req);
   if (bytes.size() > kMaxMessageSize) return Errno{ENAMETOOLONG};

@@ -54,7 +54,15 @@ GoferHarness::GoferHarness(const GoferConfig& config) {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) std::abort();
   raw_sock_ = sv[0];
   client_ = std::make_unique<Client>(UniqueFd(sv[0]));
-  thread_ = std::thread([this, config, fd = sv[1]] { status_ = Serve(config, UniqueFd(fd)); });
+  thread_ = std::thread([this, config, fd = sv[1]] {
+    server_tid_.store(gettid());
+    status_ = Serve(config, UniqueFd(fd));
+  });
+}
+
+pid_t GoferHarness::server_tid() const {
+  while (server_tid_.load() == 0) std::this_thread::yield();
+  return server_tid_.load();
 }
 
 GoferHarness::~GoferHarness() { (void)Stop(); }

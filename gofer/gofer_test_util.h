@@ -3,6 +3,9 @@
 #ifndef USENTRY_GOFER_GOFER_TEST_UTIL_H_
 #define USENTRY_GOFER_GOFER_TEST_UTIL_H_
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,11 +43,14 @@ class GoferHarness {
   absl::Status Stop();
   // The raw client socket, for sending hand-made (hostile) messages.
   int raw_socket() const { return raw_sock_; }
+  // The host thread id of the thread serving (waits until it has started).
+  pid_t server_tid() const;
 
  private:
   std::unique_ptr<Client> client_;
   int raw_sock_ = -1;
   std::thread thread_;
+  std::atomic<pid_t> server_tid_{0};
   absl::Status status_;
   bool stopped_ = false;
 };

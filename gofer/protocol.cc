@@ -162,6 +162,7 @@ std::string EncodeRequest(const Request& req) {
   Encoder e;
   e.U64(req.tag);
   e.U32(static_cast<uint32_t>(req.op));
+  e.U32(req.cpu);
   switch (req.op) {
     case Op::kAttach:
       e.Str(req.name);
@@ -252,6 +253,7 @@ SysResult<Request> DecodeRequest(std::string_view bytes) {
   Request req;
   req.tag = d.U64();
   uint32_t op = d.U32();
+  req.cpu = d.U32();
   if (!d.ok() || !ValidOp(op)) return Errno{EBADMSG};
   req.op = static_cast<Op>(op);
   switch (req.op) {

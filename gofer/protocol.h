@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cpu_pin.h"
 #include "base/seqpacket.h"
 #include "base/sys_result.h"
 #include "base/unique_fd.h"
@@ -56,7 +57,7 @@ std::string_view OpName(Op op);
 inline constexpr size_t kMaxWalkPathNames = Client::kMaxWalkNames;
 inline constexpr uint32_t kWalkPathOpenLast = 1;
 
-// One request. Which fields are on the wire depends on op:
+// One request: tag op cpu, then the fields of its op:
 //   Attach   name(tree)
 //   Walk     handle(dir) name
 //   WalkOpen handle(dir) name
@@ -74,6 +75,9 @@ inline constexpr uint32_t kWalkPathOpenLast = 1;
 struct Request {
   uint64_t tag = 0;
   Op op = Op::kInvalid;
+  // The CPU the client waits on for the answer (base/cpu_pin.h), kAnyCpu when it did not
+  // hold itself on one (and for Close, which is not answered). In every request's header.
+  uint32_t cpu = kAnyCpu;
   Handle handle = 0;
   Handle handle2 = 0;
   std::string name;

@@ -20,6 +20,7 @@ Request FullRequest(Op op) {
   Request r;
   r.tag = 0x0102030405060708ull;
   r.op = op;
+  r.cpu = 3;
   r.handle = 42;
   r.handle2 = 43;
   r.name = "name";
@@ -45,6 +46,7 @@ TEST(ProtocolTest, EveryRequestRoundTrips) {
     ASSERT_TRUE(out.ok()) << "op " << op;
     EXPECT_EQ(out->tag, in.tag);
     EXPECT_EQ(out->op, in.op);
+    EXPECT_EQ(out->cpu, 3u);
     // Re-encoding what was decoded gives the same bytes: no field is lost or invented.
     EXPECT_EQ(EncodeRequest(*out), EncodeRequest(in)) << "op " << op;
   }
@@ -88,11 +90,12 @@ TEST(ProtocolTest, LittleEndianHeader) {
   r.op = Op::kStat;
   r.handle = 0x0201;
   std::string b = EncodeRequest(r);
-  ASSERT_EQ(b.size(), 8u + 4u + 8u);
+  ASSERT_EQ(b.size(), 8u + 4u + 4u + 8u);  // tag op cpu handle
   EXPECT_EQ(b[0], 1);
   EXPECT_EQ(b[8], static_cast<char>(Op::kStat));
-  EXPECT_EQ(b[12], 1);
-  EXPECT_EQ(b[13], 2);
+  EXPECT_EQ(b.substr(12, 4), std::string(4, '\xff'));  // kAnyCpu: no CPU named
+  EXPECT_EQ(b[16], 1);
+  EXPECT_EQ(b[17], 2);
 }
 
 TEST(ProtocolTest, ResponsesRoundTrip) {
@@ -276,8 +279,8 @@ TEST(ProtocolTest, HugeStringLengthIsRejected) {
   Request r = FullRequest(Op::kWalk);
   r.name = "abc";
   std::string b = EncodeRequest(r);
-  // Overwrite the name length (after tag, op, handle) with 0xffffffff.
-  for (int i = 0; i < 4; ++i) b[20 + i] = static_cast<char>(0xff);
+  // Overwrite the name length (after tag, op, cpu, handle) with 0xffffffff.
+  for (int i = 0; i < 4; ++i) b[24 + i] = static_cast<char>(0xff);
   SysResult<Request> out = DecodeRequest(b);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error(), EBADMSG);

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_pin.h"
 #include "base/status_macros.h"
 #include "gofer/file_server.h"
 #include "gofer/protocol.h"
@@ -45,6 +46,8 @@ TreeConfig MountTree(int index, std::string src, bool read_only) {
 absl::Status Serve(const GoferConfig& config, UniqueFd sock,
                    const std::function<absl::Status()>& confine) {
   ASSIGN_OR_RETURN(std::unique_ptr<FileServer> server, FileServer::Create(config));
+  // Read before the filter: the CPUs this gofer may move to for its client.
+  CpuFollower follower;
   if (confine) RETURN_IF_ERROR(confine());
   while (true) {
     SysResult<Packet> msg = RecvPacket(sock.get());
@@ -66,6 +69,8 @@ absl::Status Serve(const GoferConfig& config, UniqueFd sock,
       if (req.ok()) {
         resp.tag = req->tag;
         resp.op = req->op;
+        // Wait for the next request where the client waits for this answer (cpu_pin.h).
+        follower.Follow(req->cpu);
         server->Handle(*req, resp, donate);
       } else {
         SysResult<std::pair<uint64_t, Op>> header = DecodeRequestHeader(msg->bytes);

@@ -158,7 +158,8 @@ TEST_F(GoferEscapeTest, HostileMessagesGetErrorsAndServerKeepsServing) {
   walk.handle = root_;
   walk.name = "etc";
   std::string b = EncodeRequest(walk);
-  for (int i = 0; i < 4; ++i) b[20 + i] = static_cast<char>(0xff);
+  // The name's length, after tag (8), op (4), cpu (4) and handle (8).
+  for (int i = 0; i < 4; ++i) b[24 + i] = static_cast<char>(0xff);
   r = Raw(b);
   EXPECT_EQ(r.tag, 77u);
   EXPECT_EQ(r.op, Op::kWalk);

@@ -4,6 +4,7 @@
 #include "gofer/server.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gofer/client.h"
 #include "gofer/gofer_test_util.h"
@@ -133,6 +135,54 @@ TEST_F(GoferServerTest, ReadDirListsEntries) {
 
 // The client counts what waited for an answer, by operation: each ReadDir page is one,
 // a Close (no answer) none.
+std::vector<int> CpusOf(pid_t tid) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  EXPECT_EQ(sched_getaffinity(tid, sizeof(mask), &mask), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+void HoldOn(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+// The server waits for the next request on the CPU its client waited on for the last
+// answer (base/cpu_pin.h), and the client keeps the CPUs it had.
+TEST_F(GoferServerTest, TheServerWaitsOnTheCpuItsClientWaitsOn) {
+  const std::vector<int> mine = CpusOf(0);
+  const pid_t server = harness_->server_tid();
+  const std::vector<int> server_had = CpusOf(server);
+  Handle root = AttachOk("root");
+  Handle file = WalkOk(root, "file.txt");
+  if (mine.size() < 2) {
+    ASSERT_TRUE(c().Stat(file).ok());
+    EXPECT_EQ(CpusOf(server), server_had);  // one CPU: nowhere to move
+    return;
+  }
+  for (int cpu : {mine.back(), mine.front(), mine.back()}) {
+    HoldOn(cpu);
+    ASSERT_TRUE(c().Stat(file).ok());
+    EXPECT_EQ(CpusOf(server), std::vector<int>{cpu});
+    EXPECT_EQ(CpusOf(0), std::vector<int>{cpu});
+  }
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int c : mine) CPU_SET(c, &all);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  // Unpinned again, the client still names the CPU it waits on, and holds itself there
+  // only for the call.
+  ASSERT_TRUE(c().Stat(file).ok());
+  EXPECT_EQ(CpusOf(server).size(), 1u);
+  EXPECT_EQ(CpusOf(0), mine);
+}
+
 TEST_F(GoferServerTest, RoundTripsAreCountedByOperation) {
   EXPECT_TRUE(c().RoundTripsByOp().empty());
   Handle root = AttachOk("root");

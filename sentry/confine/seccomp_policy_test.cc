@@ -281,6 +281,10 @@ TEST(BpfProgramsTest, BuiltInProgramsAreWhatLibseccompBuilds) {
   };
   EXPECT_EQ(eval(GoferBpfProgram(), __NR_openat2, {}), SECCOMP_RET_ALLOW);
   EXPECT_EQ(eval(GoferBpfProgram(), __NR_socket, {AF_INET, SOCK_STREAM}), SECCOMP_RET_KILL_PROCESS);
+  // The gofer moves itself to its client's CPU (base/cpu_pin.h), never another task.
+  EXPECT_EQ(eval(GoferBpfProgram(), __NR_sched_setaffinity, {0, 128, 0x1000}), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(eval(GoferBpfProgram(), __NR_sched_setaffinity, {1, 128, 0x1000}),
+            SECCOMP_RET_KILL_PROCESS);
   EXPECT_EQ(eval(NetgateBpfProgram(), __NR_socket, {AF_INET, SOCK_STREAM}), SECCOMP_RET_ALLOW);
   EXPECT_EQ(eval(NetgateBpfProgram(), __NR_socket, {AF_NETLINK, SOCK_RAW}),
             SECCOMP_RET_KILL_PROCESS);
