@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "base/mono_clock.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -119,9 +120,9 @@ bool LimitMonitor::TaskMayStart(const Task& parent) {
 
 absl::Duration LimitMonitor::AppCpuTime() const {
   absl::Duration total = app_time_;
-  absl::Time now = absl::Now();
+  const absl::Duration now = MonotonicNow();
   for (const auto& [tid, t] : k_.tasks()) {
-    if (t->in_app.load() && t->app_since != absl::InfinitePast()) total += now - t->app_since;
+    if (t->in_app.load() && t->app_since != Task::kNotInApp) total += now - t->app_since;
   }
   return total;
 }

@@ -98,9 +98,11 @@ class Task {
   absl::CondVar cv;
   bool woken = false;
   std::atomic<bool> in_app{false};
-  // While in_app: when the current stretch of app code began (app CPU accounting,
-  // sentry/kernel/limits.h). Written under Kernel::mu.
-  absl::Time app_since = absl::InfinitePast();
+  // While in_app: when the current stretch of app code began on MonotonicNow()'s clock
+  // (app CPU accounting, sentry/kernel/limits.h), kNotInApp otherwise. Written under
+  // Kernel::mu.
+  static constexpr absl::Duration kNotInApp = -absl::InfiniteDuration();
+  absl::Duration app_since = kNotInApp;
   // Wall time this thread spent running app code, and what its CPU clock read beyond
   // that when its process got a second thread (CpuTime stays monotonic).
   absl::Duration app_time, cpu_offset;

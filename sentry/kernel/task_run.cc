@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/mono_clock.h"
 #include "base/phases.h"
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/kernel/kernel.h"
@@ -199,14 +200,14 @@ void RunTask(Task* t) {
     }
     platform::AddressSpace* as = mm.address_space();
     t->in_app.store(true);
-    t->app_since = absl::Now();
+    t->app_since = MonotonicNow();
     k.mu.Unlock();
     absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->regs());
     k.mu.Lock();
     t->in_app.store(false);
     // App CPU time is the time app code ran between traps (--cpu-time, getrusage).
-    absl::Duration ran = absl::Now() - t->app_since;
-    t->app_since = absl::InfinitePast();
+    absl::Duration ran = MonotonicNow() - t->app_since;
+    t->app_since = Task::kNotInApp;
     k.limits().AddAppTime(ran);
     t->thread_group().app_wall_us += absl::ToInt64Microseconds(ran);
     t->app_time += ran;
