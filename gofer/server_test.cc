@@ -4,8 +4,8 @@
 #include "gofer/server.h"
 
 #include <dirent.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

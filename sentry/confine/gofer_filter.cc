@@ -54,8 +54,7 @@ absl::StatusOr<ScmpFilter> BuildGoferFilter(uint32_t default_action) {
   for (int nr : kGoferSyscalls) RETURN_IF_ERROR(AddRule(filter.get(), nr));
   for (int nr : kHelperRuntimeSyscalls) RETURN_IF_ERROR(AddRule(filter.get(), nr));
   // It moves itself to the CPU its client waits on (base/cpu_pin.h); never another task.
-  RETURN_IF_ERROR(
-      AddRule(filter.get(), SCMP_SYS(sched_setaffinity), {SCMP_A0(SCMP_CMP_EQ, 0)}));
+  RETURN_IF_ERROR(AddRule(filter.get(), SCMP_SYS(sched_setaffinity), {SCMP_A0(SCMP_CMP_EQ, 0)}));
   return filter;
 }
 
