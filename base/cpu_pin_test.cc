@@ -1,7 +1,6 @@
 // Tests of ScopedCpuPin and CpuFollower on real threads: the masks the kernel reports.
 #include "base/cpu_pin.h"
 
-#include <pthread.h>
 #include <sched.h>
 
 #include <thread>
