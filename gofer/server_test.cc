@@ -133,8 +133,6 @@ TEST_F(GoferServerTest, ReadDirListsEntries) {
   EXPECT_EQ(names, (std::set<std::string>{"file.txt", "dir"}));
 }
 
-// The client counts what waited for an answer, by operation: each ReadDir page is one,
-// a Close (no answer) none.
 std::vector<int> CpusOf(pid_t tid) {
   cpu_set_t mask;
   CPU_ZERO(&mask);
@@ -183,6 +181,8 @@ TEST_F(GoferServerTest, TheServerWaitsOnTheCpuItsClientWaitsOn) {
   EXPECT_EQ(CpusOf(0), mine);
 }
 
+// The client counts what waited for an answer, by operation: each ReadDir page is one,
+// a Close (no answer) none.
 TEST_F(GoferServerTest, RoundTripsAreCountedByOperation) {
   EXPECT_TRUE(c().RoundTripsByOp().empty());
   Handle root = AttachOk("root");
