@@ -45,6 +45,12 @@ struct Registers {
   bool fp_valid = false;  // fp holds this thread's state (loaded or set by the sentry)
   bool fp_dirty = false;  // fp was changed by the sentry and must be written back
   size_t fp_size = 0;     // bytes of fp in use (the host signal frame's XSAVE size)
+  // After a Switch that returned kSyscall: gp holds only what a syscall's dispatch reads
+  // and writes (orig_rax, rax, the six argument registers, and fs_base/gs_base, which are
+  // the sentry's); the platform loads the rest on Context::CompleteRegisters. The
+  // systrap platform's patched calls report so: their other registers stay in lines of
+  // the shared slot that would otherwise move between CPUs on every call.
+  bool gp_partial = false;
 };
 
 enum class SwitchKind {
@@ -118,6 +124,9 @@ class Context {
   virtual absl::StatusOr<SwitchResult> Switch(AddressSpace& as, Registers& regs) = 0;
   // Loads the FPU state of the thread last switched into regs.fp (sets fp_valid).
   virtual absl::Status LoadFpState(AddressSpace& as, Registers& regs) = 0;
+  // Fills the rest of regs.gp after a Switch that left it partial (Registers::gp_partial)
+  // and clears the flag. Only between that Switch and the next.
+  virtual void CompleteRegisters(Registers& regs) { regs.gp_partial = false; }
   // Makes a concurrent or future Switch return kInterrupted soon. Thread safe.
   virtual void Interrupt() = 0;
   // A hint between Switches: the sentry is about to sleep for this task (a blocking

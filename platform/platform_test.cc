@@ -811,6 +811,59 @@ TEST_P(PlatformTest, PatchedSiteKeepsSemantics) {
   EXPECT_EQ(regs_.gp.rdi, 100u + 101 + 102 + 103 + 104);
 }
 
+// A patched call reports only its number and arguments (Registers::gp_partial); the
+// app's other registers come back intact when the sentry never loads them, and are
+// right when it does.
+TEST_P(PlatformTest, PatchedCallReportsItsArgumentsAndLoadsTheRestOnRequest) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label loop, bad;
+  g.mov(rbx, 0x1111);
+  g.mov(rbp, 0x2222);
+  g.mov(r13, 0x3333);
+  g.mov(r15, 0x4444);
+  g.mov(r12d, 4);
+  g.L(loop);
+  const size_t site = g.getSize();
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  g.cmp(rax, r12);  // the sentry answers with the loop counter
+  g.jne(bad);
+  g.dec(r12d);
+  g.jnz(loop);
+  g.mov(rdi, rbx);
+  g.add(rdi, rbp);
+  g.add(rdi, r13);
+  g.add(rdi, r15);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  g.L(bad);
+  g.mov(edi, 1);
+  g.mov(eax, SYS_exit);
+  g.syscall();
+  Load(g);
+  ASSERT_EQ(RunAppPartial().kind, SwitchKind::kSyscall);  // the trap that patches the site
+  EXPECT_FALSE(regs_.gp_partial);
+  regs_.gp.rax = 4;
+  for (uint64_t i = 3; i >= 1; --i) {
+    ASSERT_EQ(RunAppPartial().kind, SwitchKind::kSyscall) << i;
+    ASSERT_TRUE(regs_.gp_partial) << i;
+    EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getppid)) << i;
+    if (i == 2) {
+      ctx_->CompleteRegisters(regs_);
+      EXPECT_FALSE(regs_.gp_partial);
+      EXPECT_EQ(regs_.gp.rip, kCode + site + 7);
+      EXPECT_EQ(regs_.gp.rsp, kStack + kPage);
+      EXPECT_EQ(regs_.gp.rbx, 0x1111u);
+      EXPECT_EQ(regs_.gp.r12, i);
+    }
+    regs_.gp.rax = i;
+  }
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
+  EXPECT_EQ(regs_.gp.rdi, 0x1111u + 0x2222 + 0x3333 + 0x4444);
+}
+
 // A restart (rip stepped back over the syscall, as for -ERESTARTSYS) of a patched site
 // makes the same call again; a full register change after a fast call (here: a jump
 // elsewhere, as signal delivery does) and an FPU read both work.

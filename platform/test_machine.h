@@ -61,7 +61,14 @@ class TestMachine {
     regs_.gp.eflags = 0x202;
   }
 
+  // Switches into the app and loads all its registers, as the sentry's Task::regs() does.
   SwitchResult RunApp() {
+    SwitchResult r = RunAppPartial();
+    ctx_->CompleteRegisters(regs_);
+    return r;
+  }
+  // The same, leaving regs_ as Switch did (perhaps only a syscall's registers).
+  SwitchResult RunAppPartial() {
     absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : SwitchResult{};

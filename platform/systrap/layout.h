@@ -79,7 +79,7 @@ enum SlotOp : uint32_t {
   kOpSyscall = 2,     // run syscall `nr` with `args`, put rax in `result`, trap again
   kOpNewThread = 3,   // control thread: start an app thread in the slot at args[0]
   kOpExitThread = 4,  // app thread: exit(0) (the slot is being released)
-  kOpFastResume = 5,  // fast entry: return to the app with rax = fast_regs[kFastRax]
+  kOpFastResume = 5,  // fast entry: return to the app with rax = fast_args[kArgRax]
   kOpSlow = 6,        // fast entry: restore the app's registers and trap (ud2) into the
                       // handler, so the sentry gets a full signal frame to work with
 };
@@ -99,22 +99,27 @@ enum StopSpinning : uint64_t {
 // SlotHeader::kind: how the thread reported.
 enum TrapKind : uint64_t {
   kTrapFrame = 1,  // from the signal handler: a frame at `ucontext`
-  kTrapFast = 2,   // from the fast entry (a patched site): registers in fast_regs
+  kTrapFast = 2,   // from the fast entry (a patched site): registers in fast_args/fast_regs
 };
 
-// Registers saved by the fast entry, in this order (rsp and rflags separately).
+// A patched call's registers. The ones a syscall reads and returns (FastArg) share the
+// slot's line 0 with the state word; the rest (FastReg, and rsp and rflags) have lines of
+// their own, which the sentry reads only when something needs the whole register set
+// (Context::CompleteRegisters: a signal frame, clone, sigaltstack...).
+enum FastArg : int {
+  kArgRax,  // in: eax = the syscall number (the trampoline's mov); out: the result
+  kArgRdi,
+  kArgRsi,
+  kArgRdx,
+  kArgR10,
+  kArgR8,
+  kArgR9,
+  kFastArgCount,
+};
 enum FastReg : int {
-  kFastRax,
   kFastRbx,
-  kFastRcx,
-  kFastRdx,
-  kFastRsi,
-  kFastRdi,
+  kFastRcx,  // the return address, as the syscall instruction leaves it
   kFastRbp,
-  kFastR8,
-  kFastR9,
-  kFastR10,
-  kFastR11,
   kFastR12,
   kFastR13,
   kFastR14,
@@ -124,25 +129,32 @@ enum FastReg : int {
 
 // The first page of every slot. Offsets are used by the generated stub code.
 //
-// Laid out by cache line: on a patched call the stub and the sentry each write, and then
-// the other reads, only lines 0-2, and every line that moves between the two cores costs
-// a coherence miss (~100 ns on this VM). Line 0 holds what both sides write on every
-// handoff, lines 1-2 the registers of a patched call; slow-path fields follow, and the
-// fields the stub thread only reads after it starts have a line of their own.
+// Laid out by cache line. Every line that one side writes and the other then reads
+// moves between their cores, and on a patched call the moves are most of the cost: two
+// processes handing a word back and forth take ~140 ns a round trip on the 2-vCPU VM of
+// 2026-12-06, ~400-470 ns when the data travels in other lines than the word (the reader
+// finds the word, then misses again on the data, and its write of a result into a data
+// line costs another miss each way). So line 0 holds all a patched call hands over in the
+// common case: the state word, the op, the syscall's number and arguments, its result.
+// Line 1 holds what both sides read on every handoff but write rarely (each side writes
+// there only when a value changes), so it stays in both caches. The rest of a patched
+// call's registers follow in lines the sentry does not read unless asked.
 struct SlotHeader {
-  // --- line 0 ---
+  // --- line 0: a patched call's handoff ---
   alignas(64) uint32_t state;
-  uint32_t stub_sleeping;    // the stub thread sleeps in FUTEX_WAIT on state
-  uint32_t sentry_sleeping;  // a sentry thread sleeps in FUTEX_WAIT on state
   uint32_t op;
-  uint64_t kind;     // TrapKind of the last report
-  uint64_t fs_base;  // kOpResume: arch_prctl(ARCH_SET_FS, fs_base) first if set_fs
-  uint64_t set_fs;
-  uint64_t fast_rsp;       // the app's rsp at the fast entry
-  uint64_t fast_rflags;    // the app's rflags at the fast entry
+  uint64_t fast_args[kFastArgCount];  // FastArg
+  // --- line 1: read on every handoff, written when they change ---
+  alignas(64) uint32_t stub_sleeping;  // the stub thread sleeps in FUTEX_WAIT on state
+  uint32_t sentry_sleeping;            // a sentry thread sleeps in FUTEX_WAIT on state
+  uint64_t kind;                       // TrapKind of the last report
+  uint64_t fs_base;  // kOpResume/kOpFastResume: arch_prctl(ARCH_SET_FS, fs_base) first if set_fs
+  uint64_t set_fs;   // (the stub clears it once applied)
   uint64_t stop_spinning;  // StopSpinning: the sentry will be a while, the stub may sleep
-  // --- lines 1-2 ---
-  alignas(64) uint64_t fast_regs[kFastRegCount];
+  // --- lines 2-3: the rest of a patched call's registers ---
+  alignas(64) uint64_t fast_regs[kFastRegCount];  // FastReg
+  uint64_t fast_rsp;                              // the app's rsp at the fast entry
+  uint64_t fast_rflags;                           // the app's rflags at the fast entry
   // --- slow paths: frames, stub syscalls, thread start ---
   alignas(64) uint64_t nr;
   uint64_t args[6];
@@ -156,7 +168,9 @@ struct SlotHeader {
   alignas(64) uint64_t self;  // this slot's stub address (the fast entry finds it via %gs)
   uint64_t fast_stack;        // top of the stack the fast entry switches to
 };
-static_assert(offsetof(SlotHeader, fast_regs) == 64 && offsetof(SlotHeader, nr) == 192);
+static_assert(sizeof(uint32_t) * 2 + sizeof(uint64_t) * kFastArgCount == 64);
+static_assert(offsetof(SlotHeader, stub_sleeping) == 64 && offsetof(SlotHeader, fast_regs) == 128 &&
+              offsetof(SlotHeader, nr) == 256);
 static_assert(sizeof(SlotHeader) <= kPageSize);
 
 // The zygote's request page (shared anonymous memory created by the sentry).

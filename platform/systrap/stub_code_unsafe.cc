@@ -261,11 +261,15 @@ class Generator : public Xbyak::CodeGenerator {
     mov(rsp, qword[r11 + OFF(fast_stack)]);
     pushfq();
     pop(qword[r11 + OFF(fast_rflags)]);
-    ForEachFastReg([&](const Xbyak::Reg64& r, uint32_t off) {
-      if (r.getIdx() != r11.getIdx()) mov(qword[r11 + off], r);
-    });
+    // The lines the sentry rarely reads first, line 0 last, right before the report.
+    ForEachFastReg([&](const Xbyak::Reg64& r, uint32_t off) { mov(qword[r11 + off], r); });
     mov(r12, r11);
+    Xbyak::Label kind_set;
+    cmp(qword[r12 + OFF(kind)], kTrapFast);  // line 1 is written only when it changes
+    je(kind_set);
     mov(qword[r12 + OFF(kind)], kTrapFast);
+    L(kind_set);
+    ForEachFastArg([&](const Xbyak::Reg64& r, uint32_t off) { mov(qword[r12 + off], r); });
     L(fast_report);
     ReportAndWait(fast_go);
     L(fast_go);
@@ -281,8 +285,10 @@ class Generator : public Xbyak::CodeGenerator {
     L(not_fast);
     cmp(eax, kOpSlow);
     jne(not_slow, T_NEAR);
+    // The frame this trap makes gets every register the sentry reads from the fast save;
+    // r11 (which the syscall clobbers) it sets to rflags, as the syscall would.
     RestoreFastRegs();
-    mov(r11, qword[r12 + FastOff(kFastR11)]);
+    mov(r11, qword[r12 + OFF(fast_rflags)]);
     mov(rsp, qword[r12 + OFF(fast_rsp)]);
     mov(r12, qword[r12 + FastOff(kFastR12)]);
     L(slow_trap);
@@ -384,22 +390,30 @@ class Generator : public Xbyak::CodeGenerator {
 
  private:
   static uint32_t FastOff(int reg) { return OFF(fast_regs) + 8 * static_cast<uint32_t>(reg); }
-  // Calls f(register, slot offset) for every register the fast entry saves.
+  static uint32_t ArgOff(int arg) { return OFF(fast_args) + 8 * static_cast<uint32_t>(arg); }
+  // Calls f(register, slot offset) for every register the fast entry saves in fast_regs
+  // (layout.h, FastReg), then in fast_args (FastArg).
   template <typename F>
   void ForEachFastReg(F f) {
     using namespace Xbyak::util;  // NOLINT
-    const Xbyak::Reg64 regs[kFastRegCount] = {rax, rbx, rcx, rdx, rsi, rdi, rbp, r8,
-                                              r9,  r10, r11, r12, r13, r14, r15};
+    const Xbyak::Reg64 regs[kFastRegCount] = {rbx, rcx, rbp, r12, r13, r14, r15};
     for (int i = 0; i < kFastRegCount; ++i) f(regs[i], FastOff(i));
   }
-  // r12 = slot: every saved register but r11, r12 and rsp back; rflags too (through
-  // the slot's stack, which rsp still points into).
+  template <typename F>
+  void ForEachFastArg(F f) {
+    using namespace Xbyak::util;  // NOLINT
+    const Xbyak::Reg64 regs[kFastArgCount] = {rax, rdi, rsi, rdx, r10, r8, r9};
+    for (int i = 0; i < kFastArgCount; ++i) f(regs[i], ArgOff(i));
+  }
+  // r12 = slot: every saved register but r12 back (r11 and rsp are the caller's to
+  // set); rflags too (through the slot's stack, which rsp still points into).
   void RestoreFastRegs() {
     using namespace Xbyak::util;  // NOLINT
     push(qword[r12 + OFF(fast_rflags)]);
     popfq();
+    ForEachFastArg([&](const Xbyak::Reg64& r, uint32_t off) { mov(r, qword[r12 + off]); });
     ForEachFastReg([&](const Xbyak::Reg64& r, uint32_t off) {
-      if (r.getIdx() != r11.getIdx() && r.getIdx() != r12.getIdx()) mov(r, qword[r12 + off]);
+      if (r.getIdx() != r12.getIdx()) mov(r, qword[r12 + off]);
     });
   }
   // r12 = slot: arch_prctl(ARCH_SET_FS, fs_base) if the sentry asked for it.

@@ -140,7 +140,7 @@ uint8_t* StubProcess::SignalStackPtr(int i, uint64_t addr, uint64_t len) const {
 void StubProcess::Post(int i, SlotOp op) {
   SlotHeader* h = slot(i);
   h->op = op;
-  h->stop_spinning = kKeepSpinning;
+  if (h->stop_spinning != kKeepSpinning) h->stop_spinning = kKeepSpinning;  // layout.h: line 1
   Word(h->state).store(kStateGo);  // seq_cst: ordered before the load below
   if (Word(h->stub_sleeping).load() != 0) Futex(&h->state, FUTEX_WAKE, 1);
 }
@@ -770,18 +770,34 @@ absl::Status SystrapContext::WriteFrame(const Registers& regs) {
 }
 
 absl::StatusOr<SwitchResult> SystrapContext::ReadFast(Registers& regs) {
+  // Line 0 only (layout.h): the rest stays in the stub's cache unless it is asked for.
+  const uint64_t* a = stub_->slot(slot_)->fast_args;
+  user_regs_struct& g = regs.gp;
+  g.orig_rax = a[kArgRax] & 0xffffffff;  // eax = nr (the trampoline's mov)
+  g.rax = static_cast<uint64_t>(-ENOSYS);
+  g.rdi = a[kArgRdi];
+  g.rsi = a[kArgRsi];
+  g.rdx = a[kArgRdx];
+  g.r10 = a[kArgR10];
+  g.r8 = a[kArgR8];
+  g.r9 = a[kArgR9];
+  regs.gp_partial = true;
+  regs.fp_valid = false;
+  fast_ = true;
+  fast_gp_ = g;
+  return SwitchResult{.kind = SwitchKind::kSyscall};
+}
+
+void SystrapContext::CompleteRegisters(Registers& regs) {
+  if (!regs.gp_partial) return;
+  // The thread waits in the fast entry or, after ConvertToFrame, in the handler; either
+  // way its fast save is as it reported it (control ops use other fields).
   const SlotHeader* h = stub_->slot(slot_);
   const uint64_t* r = h->fast_regs;
   user_regs_struct& g = regs.gp;
   g.rbx = r[kFastRbx];
   g.rcx = r[kFastRcx];  // the return address, as the syscall instruction leaves it
-  g.rdx = r[kFastRdx];
-  g.rsi = r[kFastRsi];
-  g.rdi = r[kFastRdi];
   g.rbp = r[kFastRbp];
-  g.r8 = r[kFastR8];
-  g.r9 = r[kFastR9];
-  g.r10 = r[kFastR10];
   g.r11 = h->fast_rflags;  // likewise rflags
   g.r12 = r[kFastR12];
   g.r13 = r[kFastR13];
@@ -793,21 +809,31 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFast(Registers& regs) {
   g.cs = abi::kUserCs;
   g.ss = abi::kUserDs;
   g.ds = g.es = g.fs = g.gs = 0;
-  g.orig_rax = r[kFastRax] & 0xffffffff;  // eax = nr (the trampoline's mov)
-  g.rax = static_cast<uint64_t>(-ENOSYS);
-  regs.fp_valid = false;
-  fast_ = true;
-  fast_gp_ = g;
-  return SwitchResult{.kind = SwitchKind::kSyscall};
+  regs.gp_partial = false;
+  fast_gp_.rbx = g.rbx;
+  fast_gp_.rcx = g.rcx;
+  fast_gp_.rbp = g.rbp;
+  fast_gp_.r11 = g.r11;
+  fast_gp_.r12 = g.r12;
+  fast_gp_.r13 = g.r13;
+  fast_gp_.r14 = g.r14;
+  fast_gp_.r15 = g.r15;
+  fast_gp_.rsp = g.rsp;
+  fast_gp_.rip = g.rip;
+  fast_gp_.eflags = g.eflags;
 }
 
 bool SystrapContext::CanResumeFast(const Registers& regs) const {
   const user_regs_struct& a = regs.gp;
   const user_regs_struct& b = fast_gp_;
-  return !regs.fp_dirty && a.rbx == b.rbx && a.rcx == b.rcx && a.rdx == b.rdx && a.rsi == b.rsi &&
-         a.rdi == b.rdi && a.rbp == b.rbp && a.r8 == b.r8 && a.r9 == b.r9 && a.r10 == b.r10 &&
-         a.r11 == b.r11 && a.r12 == b.r12 && a.r13 == b.r13 && a.r14 == b.r14 && a.r15 == b.r15 &&
-         a.rsp == b.rsp && a.rip == b.rip && a.eflags == b.eflags;
+  if (regs.fp_dirty || a.rdx != b.rdx || a.rsi != b.rsi || a.rdi != b.rdi || a.r8 != b.r8 ||
+      a.r9 != b.r9 || a.r10 != b.r10) {
+    return false;
+  }
+  return regs.gp_partial ||
+         (a.rbx == b.rbx && a.rcx == b.rcx && a.rbp == b.rbp && a.r11 == b.r11 &&
+          a.r12 == b.r12 && a.r13 == b.r13 && a.r14 == b.r14 && a.r15 == b.r15 &&
+          a.rsp == b.rsp && a.rip == b.rip && a.eflags == b.eflags);
 }
 
 absl::Status SystrapContext::ConvertToFrame() {
@@ -827,6 +853,7 @@ absl::Status SystrapContext::ConvertToFrame() {
 absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
   if (stub_->slot(slot_)->kind == kTrapFast) return ReadFast(regs);
   fast_ = false;
+  regs.gp_partial = false;
   ASSIGN_OR_RETURN(uint8_t * uc, Ucontext());
   SlotHeader* h = stub_->slot(slot_);
   uint8_t* si = stub_->SignalStackPtr(slot_, h->siginfo, sizeof(siginfo_t));
@@ -915,16 +942,18 @@ bool SystrapContext::OnTick(void* self) {
   return false;
 }
 
-absl::Status SystrapContext::Run(SlotOp op) {
+absl::Status SystrapContext::Run(SlotOp op, uint64_t fast_rax) {
   SlotHeader* h = stub_->slot(slot_);
-  h->set_fs = 0;
-  if (!fs_known_ || applied_fs_ != h->fs_base) h->set_fs = 1;
+  // Line 1 is written only when a value changes (layout.h); the stub clears set_fs.
+  const uint64_t set_fs = (!fs_known_ || applied_fs_ != h->fs_base) ? 1 : 0;
+  if (h->set_fs != set_fs) h->set_fs = set_fs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (interrupt_pending_) return absl::CancelledError();  // see Switch
     running_ = true;
     interrupt_ticks_ = 0;
   }
+  if (op == kOpFastResume) h->fast_args[kArgRax] = fast_rax;
   bool after_yield = false;
   absl::Status st = stub_->Call(slot_, op, "while running app code", &OnTick, this, &after_yield);
   if (!after_yield) {
@@ -952,16 +981,16 @@ absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers&
   SlotHeader* h = stub_->slot(slot_);
   SlotOp op = kOpResume;
   if (fast_ && CanResumeFast(regs)) {
-    h->fast_regs[kFastRax] = regs.gp.rax;
     op = kOpFastResume;
   } else {
+    CompleteRegisters(regs);  // the frame gets them all
     if (fast_) RETURN_IF_ERROR(ConvertToFrame());
     RETURN_IF_ERROR(WriteFrame(regs));
     regs.fp_dirty = false;
   }
-  h->fs_base = regs.gp.fs_base;
+  if (h->fs_base != regs.gp.fs_base) h->fs_base = regs.gp.fs_base;  // line 1: see Run
   regs.fp_valid = false;
-  absl::Status st = Run(op);
+  absl::Status st = Run(op, regs.gp.rax);
   if (absl::IsCancelled(st)) {
     // Interrupted before running: nothing ran; the registers stay as given.
     {

@@ -218,6 +218,7 @@ class SystrapContext final : public Context {
   ~SystrapContext() override;
   absl::StatusOr<SwitchResult> Switch(AddressSpace& as, Registers& regs) override;
   absl::Status LoadFpState(AddressSpace& as, Registers& regs) override;
+  void CompleteRegisters(Registers& regs) override;
   void Interrupt() override;
   void WillBlock() override;
 
@@ -228,12 +229,15 @@ class SystrapContext final : public Context {
   absl::StatusOr<SwitchResult> ReadFrame(Registers& regs);
   absl::StatusOr<SwitchResult> ReadFast(Registers& regs);
   // The thread reported from the fast entry: true if `regs` differ from what it
-  // reported only in rax (a syscall result), so it can return without a frame.
+  // reported only in rax (a syscall result), so it can return without a frame. Registers
+  // never loaded (gp_partial) are unchanged.
   bool CanResumeFast(const Registers& regs) const;
   // Turns a fast report into a signal frame (kOpSlow) for the general path.
   absl::Status ConvertToFrame();
-  // Runs op on the bound thread with the interrupt bookkeeping around it.
-  absl::Status Run(SlotOp op);
+  // Runs op on the bound thread with the interrupt bookkeeping around it. For
+  // kOpFastResume, `fast_rax` is the result the thread returns to the app with: written
+  // with the op, in the same cache line, right before it is posted.
+  absl::Status Run(SlotOp op, uint64_t fast_rax = 0);
   // The frame's ucontext / fpstate in the sentry's view, validated.
   absl::StatusOr<uint8_t*> Ucontext();
   absl::StatusOr<std::pair<uint8_t*, size_t>> FpState(uint8_t* uc);
@@ -251,7 +255,7 @@ class SystrapContext final : public Context {
   uint64_t applied_fs_ = 0;
   int shared_cpu_signs_ = 0;    // app reports in a row first seen right after a yield
   bool fast_ = false;           // the last report came from the fast entry
-  user_regs_struct fast_gp_{};  // what it reported
+  user_regs_struct fast_gp_{};  // what it reported (only the arguments while gp_partial)
 };
 
 class SystrapPlatform final : public Platform {

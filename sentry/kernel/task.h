@@ -62,7 +62,15 @@ class Task {
   Credentials& creds() { return creds_; }
   const Credentials& creds() const { return creds_; }
 
-  platform::Registers& regs() { return regs_; }
+  // The app's registers at its last trap, all of them (loaded from the platform first
+  // if its Switch left them partial: Registers::gp_partial).
+  platform::Registers& regs() {
+    if (regs_.gp_partial) ctx->CompleteRegisters(regs_);
+    return regs_;
+  }
+  // The registers as the platform left them, maybe partial: for the run loop's Switch,
+  // the syscall dispatch (number, arguments, result) and code that replaces them all.
+  platform::Registers& raw_regs() { return regs_; }
 
   // Sleeps until `w` is notified (OK), the deadline passes (ETIMEDOUT) or a signal is
   // pending / the task is being killed (EINTR). Requires the kernel lock; releases it

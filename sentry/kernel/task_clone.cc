@@ -182,7 +182,8 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
 }
 
 void ResetRegistersForExec(Task& t, uint64_t entry, uint64_t sp) {
-  platform::Registers& regs = t.regs();
+  platform::Registers& regs = t.raw_regs();  // all replaced: none need loading
+  regs.gp_partial = false;
   memset(&regs.gp, 0, sizeof(regs.gp));
   regs.gp.rip = entry;
   regs.gp.rsp = sp;

@@ -112,7 +112,7 @@ void HandleFault(Task& t, const platform::SwitchResult& r, int& stale) {
 }  // namespace
 
 int HandleSyscall(Task& t) {
-  user_regs_struct& gp = t.regs().gp;
+  user_regs_struct& gp = t.raw_regs().gp;  // the number, arguments and result suffice
   SyscallArgs args = ArgsFrom(gp);
   const SyscallInfo* info = LookupSyscall(args.nr);
   const bool strace = t.kernel().options().strace;
@@ -202,7 +202,7 @@ void RunTask(Task* t) {
     t->in_app.store(true);
     t->app_since = MonotonicNow();
     k.mu.Unlock();
-    absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->regs());
+    absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->raw_regs());
     k.mu.Lock();
     t->in_app.store(false);
     // App CPU time is the time app code ran between traps (--cpu-time, getrusage).

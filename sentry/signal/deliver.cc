@@ -142,7 +142,6 @@ void ForceSignal(Task& t, const siginfo_t& info) {
 
 void DeliverSignals(Task& t, int restart_errno) {
   ThreadGroup& tg = t.thread_group();
-  user_regs_struct& gp = t.regs().gp;
   bool stopping = false;
   while (!stopping && !tg.stopped) {
     uint64_t deliverable = (t.sig->pending.set() | tg.pending.set()) & ~t.sig->mask;
@@ -175,6 +174,7 @@ void DeliverSignals(Task& t, int restart_errno) {
     // is never resumed after a handler: restart_syscall then gives EINTR, as Linux).
     t.restart_block = nullptr;
     if (restart_errno != 0) {
+      user_regs_struct& gp = t.regs().gp;
       bool restart = restart_errno == kERestartNoIntr ||
                      (restart_errno == kERestartSys && (act.flags & SA_RESTART));
       if (restart) {
@@ -202,6 +202,7 @@ void DeliverSignals(Task& t, int restart_errno) {
   // comes back (a patched call site loads it again, so restart_syscall's number could
   // not be used), and the dispatcher runs Task::restart_block instead.
   if (restart_errno != 0) {
+    user_regs_struct& gp = t.regs().gp;
     gp.rax = gp.orig_rax;
     gp.rip -= 2;
     if (restart_errno == kERestartRestartBlock) t.restart_resume_nr = static_cast<int>(gp.orig_rax);

@@ -230,7 +230,7 @@ SyscallResult SysGetcpu(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysArchPrctl(Task& t, const SyscallArgs& a) {
-  user_regs_struct& gp = t.regs().gp;
+  user_regs_struct& gp = t.raw_regs().gp;  // fs_base/gs_base are the sentry's: always loaded
   switch (a.i32(0)) {
     case ARCH_SET_FS:
       if (a.u64(1) >= (1ull << 47)) return Errno{EPERM};
