@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "platform/stub_child_unsafe.h"
 #include "platform/stub_process.h"
 #include "platform/systrap/layout.h"
+#include "platform/systrap/spin_budget.h"
 #include "xbyak/xbyak.h"
 
 namespace usentry::platform::systrap {
@@ -34,14 +36,6 @@ constexpr uint64_t kTaskSize = 0x7ffffffff000;
 // Code page candidates, highest first; each leaves kZygotePages and the context region
 // below it and above 0x7ff000000000.
 constexpr uint64_t kCandidates[] = {0x7ffe00000000, 0x7ff800000000, 0x7ff400000000, 0x7ff100000000};
-// Spins (each a `pause`, ~19 ns on the VM this was tuned on: ~75 us; 30 ns, ~120 us, on
-// the AMD EPYC host of 2026-12-02) before the stub sleeps in FUTEX_WAIT:
-// longer than the sentry takes for most syscalls (a gofer round trip included), so a
-// busy app's result is caught without a futex wake-up, and an idle app sleeps. See
-// kSentrySpins for the measurements behind both numbers.
-constexpr uint32_t kStubSpins = 4000;
-constexpr uint32_t kStubSpinsBeforeHint = 500;  // ~10 us
-
 // The FPU init image for xrstor/fxrstor: FCW 0x37f, MXCSR 0x1f80, XSTATE_BV 0 (every
 // component in its init state).
 constexpr size_t kInitImageSize = 576;
@@ -64,7 +58,9 @@ class Generator : public Xbyak::CodeGenerator {
       : Xbyak::CodeGenerator(kCodeSize, Xbyak::DontSetProtectRWE),
         code_page_(code_page),
         ctx_base_(ctx_base),
-        vdso_(vdso) {}
+        vdso_(vdso),
+        spins_(PausesFor(kStubSpinBudget)),
+        spins_before_hint_(std::min(spins_, PausesFor(kStubSpinBudgetBeforeHint))) {}
 
   StubCode Generate() {
     using namespace Xbyak::util;  // NOLINT: register names
@@ -464,7 +460,7 @@ class Generator : public Xbyak::CodeGenerator {
     mov(edx, 1);
     Syscall(SYS_futex);
     L(wait);
-    mov(ecx, kStubSpins);
+    mov(ecx, spins_);
     L(spin);
     cmp(dword[r12 + OFF(state)], kStateGo);
     je(go, T_NEAR);
@@ -473,7 +469,7 @@ class Generator : public Xbyak::CodeGenerator {
     cmp(qword[r12 + OFF(stop_spinning)], kStopNow);
     je(sleep, T_NEAR);
     Xbyak::Label no_hint;
-    cmp(ecx, kStubSpins - kStubSpinsBeforeHint);
+    cmp(ecx, spins_ - spins_before_hint_);
     ja(no_hint, T_NEAR);
     cmp(qword[r12 + OFF(stop_spinning)], kKeepSpinning);
     jne(sleep, T_NEAR);
@@ -522,6 +518,10 @@ class Generator : public Xbyak::CodeGenerator {
   const uint64_t code_page_;
   const uint64_t ctx_base_;
   const HostVdso* vdso_;  // kept in every stub when set
+  // Pauses before the stub thread sleeps in FUTEX_WAIT, and before it heeds an
+  // "about to block" hint (spin_budget.h).
+  const uint32_t spins_;
+  const uint32_t spins_before_hint_;
 };
 
 #undef OFF

@@ -22,22 +22,16 @@
 #include "abi/signal.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/mono_clock.h"
 #include "base/seqpacket.h"
 #include "base/status_macros.h"
 #include "platform/stub_child_unsafe.h"
 #include "platform/stub_process.h"
+#include "platform/systrap/spin_budget.h"
 #include "platform/systrap/stub_filter.h"
 
 namespace usentry::platform::systrap {
 namespace {
-
-// Spins before the sentry sleeps in FUTEX_WAIT for a stub (each a `pause`, ~19 ns on
-// the 2-core VM this was tuned on, so ~400 us; 30 ns, ~600 us, on a later AMD EPYC
-// host: app code between two syscalls is often longer than a stub's, and a futex
-// wake-up costs tens of us there). Measured with
-// python3 imports / pipe ping-pong / open+close (ms / us / us): 1000+1000 spins
-// 267/145/110, 4000+20000 215/170/68, 10000+10000 206/496/80.
-constexpr int kSentrySpins = 20000;
 
 // A sentry thread and the stub thread it waits for can end up on one vCPU (a wake-up
 // placed one beside the other while the other vCPU was briefly busy); then every
@@ -160,14 +154,24 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
   if (after_yield != nullptr) *after_yield = false;
   SlotHeader* h = slot(i);
   auto state = Word(h->state);
-  for (int n = 0; n < kSentrySpins; ++n) {
+  // kSentrySpinBudget from the first yield on: a quick handoff reads no clock.
+  absl::Duration deadline = absl::ZeroDuration();
+  for (int n = 0;; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
       // Seen on the first look after a yield (n a multiple of kSpinsPerYield, past 0).
       if (after_yield != nullptr) *after_yield = n > 0 && (n & (kSpinsPerYield - 1)) == 0;
       return absl::OkStatus();
     }
     _mm_pause();
-    if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) sched_yield();  // layout.h
+    if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) {
+      sched_yield();  // layout.h
+      const absl::Duration now = MonotonicNow();
+      if (deadline == absl::ZeroDuration()) {
+        deadline = now + kSentrySpinBudget;
+      } else if (now >= deadline) {
+        break;
+      }
+    }
   }
   Word(h->sentry_sleeping).store(1);  // seq_cst: ordered before the state load
   absl::Status result = absl::OkStatus();

@@ -1,0 +1,39 @@
+// How long the two sides of a systrap handoff spin before they sleep in FUTEX_WAIT.
+//
+// Sleeping costs: the other side's FUTEX_WAKE takes ~35 us on the 2-vCPU VM of
+// 2026-12-06 (an interrupt to a halted vCPU), and the sleeper then waits to be
+// scheduled. Spinning costs a vCPU that an app with one thread would leave idle. So both
+// sides spin about as long as the other usually takes, measured in time: a `pause` took
+// ~19 ns on the VM the first budgets were tuned on, 30 ns on an AMD EPYC host and 11.5 ns
+// on the 2026-12-06 VM, where the old budget of 4000 pauses let the stub sleep ~15-30
+// times per python3 start (docs/benchmarks.md).
+#ifndef USENTRY_PLATFORM_SYSTRAP_SPIN_BUDGET_H_
+#define USENTRY_PLATFORM_SYSTRAP_SPIN_BUDGET_H_
+
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace usentry::platform::systrap {
+
+// The stub thread waiting for the sentry: longer than the sentry takes for nearly every
+// syscall and fault of a busy app (gofer round trips and 64 KiB fills included).
+inline constexpr absl::Duration kStubSpinBudget = absl::Microseconds(200);
+// ...and once the sentry said it is about to block (Context::WillBlock), only this long,
+// which still catches blocks that end at once.
+inline constexpr absl::Duration kStubSpinBudgetBeforeHint = absl::Microseconds(10);
+// The sentry waiting for app code: app code between two syscalls is often longer than
+// the sentry's work on one.
+inline constexpr absl::Duration kSentrySpinBudget = absl::Microseconds(800);
+
+// Nanoseconds one `pause` takes on this CPU, measured once per process (a few
+// microseconds, the fastest of a few short runs) and cached.
+double PauseNanos();
+
+// How many `pause`s last about `d` (at least 1): the stub's spin loop counts pauses, since
+// its generated code has no clock.
+uint32_t PausesFor(absl::Duration d);
+
+}  // namespace usentry::platform::systrap
+
+#endif  // USENTRY_PLATFORM_SYSTRAP_SPIN_BUDGET_H_
