@@ -834,10 +834,9 @@ bool SystrapContext::CanResumeFast(const Registers& regs) const {
       a.r9 != b.r9 || a.r10 != b.r10) {
     return false;
   }
-  return regs.gp_partial ||
-         (a.rbx == b.rbx && a.rcx == b.rcx && a.rbp == b.rbp && a.r11 == b.r11 &&
-          a.r12 == b.r12 && a.r13 == b.r13 && a.r14 == b.r14 && a.r15 == b.r15 &&
-          a.rsp == b.rsp && a.rip == b.rip && a.eflags == b.eflags);
+  return regs.gp_partial || (a.rbx == b.rbx && a.rcx == b.rcx && a.rbp == b.rbp && a.r11 == b.r11 &&
+                             a.r12 == b.r12 && a.r13 == b.r13 && a.r14 == b.r14 && a.r15 == b.r15 &&
+                             a.rsp == b.rsp && a.rip == b.rip && a.eflags == b.eflags);
 }
 
 absl::Status SystrapContext::ConvertToFrame() {
