@@ -80,7 +80,7 @@ enum SlotOp : uint32_t {
   kOpNewThread = 3,   // control thread: start an app thread in the slot at args[0]
   kOpExitThread = 4,  // app thread: exit(0) (the slot is being released)
   kOpFastResume = 5,  // fast entry: return to the app with rax = fast_args[kArgRax]
-  kOpSlow = 6,        // fast entry: restore the app's registers and trap (ud2) into the
+  kOpSlow = 6,        // fast entry: restore the app's registers and trap (int3) into the
                       // handler, so the sentry gets a full signal frame to work with
 };
 

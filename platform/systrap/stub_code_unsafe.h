@@ -9,12 +9,12 @@
 //    and becomes the control thread of slot 0.
 //  * control thread (slot 0): waits for ops: kOpSyscall (mmap/munmap/mprotect for the
 //    sentry) and kOpNewThread (clone an app thread into a slot).
-//  * a new app thread: sigaltstack on its slot, FPU reset, then `ud2`: its first trap,
+//  * a new app thread: sigaltstack on its slot, FPU reset, then `int3`: its first trap,
 //    whose signal frame the sentry fills with the app's registers.
 //  * fast entry (from a patched syscall site, eax = nr, rcx = return address): saves
 //    the app's registers in the slot (found through %gs, set per thread), switches to
 //    the slot's own stack, reports kTrapFast and waits; kOpFastResume returns with the
-//    result in rax, kOpSlow re-creates the app's state and traps with ud2 so that the
+//    result in rax, kOpSlow re-creates the app's state and traps with int3 so that the
 //    sentry gets a full signal frame (signal delivery, FPU access, any register change).
 //  * handler (SIGSYS, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGCHLD): records where
 //    the frame is, reports the trap, waits (spin, then futex) for an op; kOpResume sets
@@ -58,9 +58,9 @@ struct StubCode {
   uint64_t zygote_entry = 0;       // StubChildArgs::entry of the zygote
   uint64_t handler = 0;            // sa_handler (SA_SIGINFO) of every handled signal
   uint64_t restorer = 0;           // sa_restorer (never used: the handler returns itself)
-  uint64_t first_trap = 0;         // rip of the `ud2` a new app thread traps on first
+  uint64_t first_trap = 0;         // rip after the `int3` a new app thread traps on first
   uint64_t fast_entry = 0;         // where patched syscall sites arrive (table entry 0)
-  uint64_t slow_trap = 0;          // rip of the `ud2` of kOpSlow
+  uint64_t slow_trap = 0;          // rip after the `int3` of kOpSlow
   const HostVdso* vdso = nullptr;  // the host vDSO block every stub keeps, or null
 };
 

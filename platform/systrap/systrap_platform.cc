@@ -355,7 +355,7 @@ absl::StatusOr<int> StubProcess::StartThread() {
   uint8_t* uc = SignalStackPtr(i, slot(i)->ucontext, kUcontextSize);
   uint64_t rip = 0;
   if (uc != nullptr) std::memcpy(&rip, uc + kGregsOffset + REG_RIP * 8, 8);
-  if (slot(i)->signo != SIGILL || rip != first) {
+  if (slot(i)->signo != SIGTRAP || rip != first) {
     return absl::InternalError(
         absl::StrFormat("systrap stub pid=%d: new thread trapped with signal %d at 0x%x, not its "
                         "first trap at 0x%x",
