@@ -8,7 +8,9 @@ shared VM lands on all of them alike; compare.sh instead runs each column's repe
 back to back. One untimed warm-up run of each command comes first. COMMAND is split like
 a shell would split it (no shell runs it: no pipes, no redirections); its output is
 discarded. Prints, per command, the median, the 25th and 75th percentiles in ms, and the
-ratio of its median to the first command's (put the native run first). Exits 1 if any
+ratio of its median to the first command's (put the native run first), and the median
+CPU time (user + system) the run's processes were charged, from getrusage of the
+reaped children: a change that only moves work between CPUs shows there. Exits 1 if any
 run exited non-zero (each such run is named on stderr), 2 on bad usage.
 
 Example:
@@ -17,6 +19,7 @@ Example:
 """
 import argparse
 import random
+import resource
 import shlex
 import statistics
 import subprocess
@@ -24,11 +27,17 @@ import sys
 import time
 
 
+def children_cpu_ms():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
 def run(argv):
-    """Runs argv once; returns (milliseconds, exit status)."""
+    """Runs argv once; returns (wall milliseconds, CPU milliseconds, exit status)."""
+    cpu = children_cpu_ms()
     start = time.perf_counter()
     status = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-    return (time.perf_counter() - start) * 1000, status
+    return (time.perf_counter() - start) * 1000, children_cpu_ms() - cpu, status
 
 
 def percentile(sorted_values, fraction):
@@ -54,6 +63,7 @@ def main():
 
     failures = 0
     times = {label: [] for label, _ in commands}
+    cpus = {label: [] for label, _ in commands}
     for label, argv in commands:  # warm-up: page cache, first-run costs
         try:
             run(argv)
@@ -64,23 +74,25 @@ def main():
         order = commands[:]
         random.shuffle(order)
         for label, argv in order:
-            ms, status = run(argv)
+            ms, cpu, status = run(argv)
             times[label].append(ms)
+            cpus[label].append(cpu)
             if status != 0:
                 failures += 1
                 print(f"interleave.py: {label}: round {round_number + 1} exited {status}",
                       file=sys.stderr)
 
     width = max([8] + [len(label) for label, _ in commands])
-    print(f"{'command':<{width}} {'median ms':>10} {'p25':>9} {'p75':>9} {'ratio':>7}"
-          f"   ({args.rounds} interleaved rounds)")
+    print(f"{'command':<{width}} {'median ms':>10} {'p25':>9} {'p75':>9} {'ratio':>7} "
+          f"{'cpu ms':>9}   ({args.rounds} interleaved rounds)")
     base = statistics.median(times[commands[0][0]])
     for label, _ in commands:
         values = sorted(times[label])
         median = statistics.median(values)
         ratio = f"{median / base:.2f}x" if base > 0 else "-"
         print(f"{label:<{width}} {median:>10.2f} {percentile(values, 0.25):>9.2f} "
-              f"{percentile(values, 0.75):>9.2f} {ratio:>7}")
+              f"{percentile(values, 0.75):>9.2f} {ratio:>7} "
+              f"{statistics.median(cpus[label]):>9.2f}")
     return 1 if failures else 0
 
 
