@@ -59,7 +59,7 @@ else
   failed=$((failed + 1))
 fi
 if out=$(bench/interleave.py --rounds 2 a=/bin/true "b=/bin/sh -c true" 2>&1) &&
-  grep -qE '^a +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\.00x$' <<<"$out" &&
+  grep -qE '^a +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\.00x +[0-9.]+$' <<<"$out" &&
   ! bench/interleave.py --rounds 1 a=/bin/true b=/bin/false >/dev/null 2>&1; then
   passed=$((passed + 1))
 else
