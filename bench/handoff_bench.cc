@@ -23,9 +23,9 @@
 namespace {
 
 enum Layout : int64_t {
-  kAllInFlagLine = 0,        // 7 data words and the result beside the flag (the slot now)
-  kDataInOtherLines = 1,     // 16 data words in lines 1-2; the result beside the flag
-  kResultInDataLine = 2,     // the same, the result written into line 1 (the old slot)
+  kAllInFlagLine = 0,     // 7 data words and the result beside the flag (the slot now)
+  kDataInOtherLines = 1,  // 16 data words in lines 1-2; the result beside the flag
+  kResultInDataLine = 2,  // the same, the result written into line 1 (the old slot)
 };
 
 enum Flag : uint64_t { kIdle, kPosted, kAnswered, kStop };
@@ -62,8 +62,8 @@ uint64_t WaitFor(const std::atomic<uint64_t>& flag, uint64_t want) {
 
 void BM_Handoff(benchmark::State& state) {
   const auto layout = static_cast<Layout>(state.range(0));
-  void* mem = mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     state.SkipWithError("mmap failed");
     return;

@@ -211,8 +211,7 @@ TEST(SigframeTest, FrameOfASignalRaisedByASyscallHasTheCallsRegisters) {
         "mov %%rbx, %[rbx]\n"
         "mov %%r12, %[r12]\n"
         "mov %%r15, %[r15]\n"
-        : [rsp] "=m"(rsp), [after] "=r"(after), [rbx] "=m"(rbx), [r12] "=m"(r12),
-          [r15] "=m"(r15)
+        : [rsp] "=m"(rsp), [after] "=r"(after), [rbx] "=m"(rbx), [r12] "=m"(r12), [r15] "=m"(r15)
         : [m] "r"(magic), "D"(pid), "S"(static_cast<uint64_t>(SIGUSR2))
         : "rax", "rcx", "r11", "rbx", "r12", "r13", "r14", "r15", "memory");
     ASSERT_EQ(g_seen.rip, after) << "round " << i;
