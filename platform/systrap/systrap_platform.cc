@@ -43,7 +43,7 @@ namespace {
 // counted over control calls too, with 4 or 8 signs, the sh fork loop got 2-6% slower.
 constexpr int kSharedCpuSigns = 8;
 // At most one move per thread in this long (each costs ~2 syscalls and a migration).
-constexpr int64_t kMinNanosBetweenMoves = 2 * 1000 * 1000;
+constexpr absl::Duration kMinTimeBetweenMoves = absl::Milliseconds(2);
 // How long one FUTEX_WAIT lasts before the sentry checks that the stub is alive.
 constexpr long kTickNanos = 50 * 1000 * 1000;
 // An app that ignores Interrupt() this many ticks (its stub thread blocked the host
@@ -87,11 +87,9 @@ constexpr size_t kUcontextSize = offsetof(ucontext_t, uc_sigmask) + 8;
 }  // namespace
 
 bool MoveOffThisCpu() {
-  thread_local int64_t last_move = 0;
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const int64_t ns = now.tv_sec * 1000000000LL + now.tv_nsec;
-  if (last_move != 0 && ns - last_move < kMinNanosBetweenMoves) return false;
+  thread_local absl::Duration last_move = absl::ZeroDuration();
+  const absl::Duration now = MonotonicNow();
+  if (last_move != absl::ZeroDuration() && now - last_move < kMinTimeBetweenMoves) return false;
   cpu_set_t all;
   if (sched_getaffinity(0, sizeof(all), &all) != 0) return false;
   const int cpu = sched_getcpu();
@@ -101,7 +99,7 @@ bool MoveOffThisCpu() {
   // The kernel migrates the caller before the call returns; restoring the mask leaves
   // it where it is.
   if (sched_setaffinity(0, sizeof(others), &others) != 0) return false;
-  last_move = ns;
+  last_move = now;
   return sched_setaffinity(0, sizeof(all), &all) == 0;
 }
 
