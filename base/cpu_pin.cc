@@ -2,6 +2,17 @@
 #include "base/cpu_pin.h"
 
 namespace usentry {
+namespace {
+
+// Holds the calling thread on `cpu` alone.
+bool HoldOn(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+}  // namespace
 
 ScopedCpuPin::ScopedCpuPin() {
   if (sched_getaffinity(0, sizeof(home_), &home_) != 0) return;
@@ -9,11 +20,8 @@ ScopedCpuPin::ScopedCpuPin() {
   const int cpu = sched_getcpu();
   if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &home_)) return;
   if (CPU_COUNT(&home_) > 1) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
     // The thread is already on `cpu`: the kernel does not move it.
-    if (sched_setaffinity(0, sizeof(one), &one) != 0) return;
+    if (!HoldOn(cpu)) return;
     restore_ = true;
   }
   cpu_ = static_cast<uint32_t>(cpu);
@@ -29,10 +37,7 @@ CpuFollower::CpuFollower() {
 
 void CpuFollower::Follow(uint32_t cpu) {
   if (!usable_ || cpu == held_ || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed_)) return;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  if (sched_setaffinity(0, sizeof(one), &one) == 0) held_ = cpu;
+  if (HoldOn(static_cast<int>(cpu))) held_ = cpu;
 }
 
 }  // namespace usentry
