@@ -66,5 +66,17 @@ else
   echo "test.sh: bench/interleave.py: wrong output or exit status: $out" >&2
   failed=$((failed + 1))
 fi
+# compare.sh reads its --csv: a failing or hanging command is left out, with no figures.
+csv=$(mktemp)
+if ! bench/interleave.py --rounds 1 --timeout 1 --csv "$csv" a=/bin/true b=/bin/false \
+  "c=/bin/sleep 5" >/dev/null 2>&1 &&
+  grep -qE '^a,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,1,0$' "$csv" &&
+  grep -qx 'b,,,,,0,0' "$csv" && grep -qx 'c,,,,,0,0' "$csv"; then
+  passed=$((passed + 1))
+else
+  echo "test.sh: bench/interleave.py --csv: wrong figures: $(tr '\n' ' ' <"$csv")" >&2
+  failed=$((failed + 1))
+fi
+rm -f "$csv"
 
 finish

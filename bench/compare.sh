@@ -10,11 +10,12 @@
 #   RUNSC_PLATFORMS="ptrace systrap"  runsc platforms to try (columns runsc-P)
 #   RUNNERS="native usentry-ptrace"   only these columns (default: all found)
 #   PARTS="micro net workloads idle"  which groups of rows to measure
-#   REPS=10          runs per workload (median), after one checked warm-up run
+#   REPS=10          runs per workload (median), after one checked warm-up run; the
+#                    runners take turns, round by round (bench/interleave.py)
 #   BENCH_ARGS=...   extra syscall_bench and net_bench flags, e.g. --benchmark_min_time=0.05
 #   IDLE_SECS=10     duration of the idle-CPU `sleep`
 #   FORKS=1000       iterations of the sh fork loop
-#   TIMEOUT=900      seconds before one command (or one workload's REPS) is killed
+#   TIMEOUT=900      seconds before one command (one run of a workload) is killed
 #   IDLE_ACCOUNTING=rusage   use getrusage even when a cgroup can be made (see below)
 #   USENTRY, BENCH, NET_BENCH   paths of the usentry CLI, syscall_bench and net_bench
 # A measurement, not a test: nothing here passes or fails on timing. A runner that
@@ -37,7 +38,7 @@ python=/usr/bin/python3
 gcc=/usr/bin/gcc
 
 note() { echo "compare.sh: $*" >&2; }
-# POSIX single quotes (which hyperfine -N's word splitting also understands), and a
+# POSIX single quotes (which interleave.py's shlex.split also understands), and a
 # command line for messages, quoted where needed.
 sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 show() {
@@ -296,50 +297,44 @@ wl_argv() {
 }
 scratch() { if [[ $1 == native ]]; then echo "$tmp"; else echo /tmp; fi; }
 
-# median_ms RUNNER LABEL: times argv $reps times; prints the median in ms, or nothing
-# (and a reason on stderr) if it fails. The first, untimed run is the warm-up and
-# catches failures with their message.
-median_ms() {
-  local r=$1 label=$2 i start end q="" a rc times=()
+# warm_up RUNNER LABEL: the untimed first run of argv, which also catches a failing
+# runner with its message; returns 1 (and says why on stderr) if it failed.
+warm_up() {
+  local r=$1 label=$2 rc
   timeout -k 10 "$limit" "${argv[@]}" </dev/null >/dev/null 2>"$tmp/wl.err"
   rc=$?
-  if ((rc != 0)); then
-    note "$r: $label: \`$(show "${argv[@]}")\` failed (exit $rc): $(last_line "$tmp/wl.err")"
-    return
-  fi
-  if command -v hyperfine >/dev/null; then
-    for a in "${argv[@]}"; do q+="$(sq "$a") "; done
-    rm -f "$tmp/h.csv"
-    if timeout -k 10 "$((limit * reps))" hyperfine -N --runs "$reps" -n w \
-        --export-csv "$tmp/h.csv" -- "$q" </dev/null >/dev/null 2>"$tmp/wl.err"; then
-      awk -F, 'NR == 2 { printf "%.2f", $4 * 1000 }' "$tmp/h.csv"
-    else
-      note "$r: $label: hyperfine failed: $(last_line "$tmp/wl.err")"
-    fi
-    return
-  fi
-  for ((i = 0; i < reps; i++)); do
-    start=${EPOCHREALTIME/[.,]/}
-    if ! timeout -k 10 "$limit" "${argv[@]}" </dev/null >/dev/null 2>"$tmp/wl.err"; then
-      note "$r: $label: run $i failed: $(last_line "$tmp/wl.err")"
-      return
-    fi
-    end=${EPOCHREALTIME/[.,]/}
-    times+=($((end - start)))
-  done
-  printf '%s\n' "${times[@]}" | sort -n |
-    awk '{ a[NR] = $1 } END { printf "%.2f", a[int((NR + 1) / 2)] / 1000 }'
+  ((rc == 0)) && return 0
+  note "$r: $label: \`$(show "${argv[@]}")\` failed (exit $rc): $(last_line "$tmp/wl.err")"
+  return 1
 }
+# Each workload's timed runs go round by round through every runner, in a new random
+# order each round (bench/interleave.py), so that a slow minute of a shared machine
+# lands on all columns alike rather than on whichever runner had its turn then.
 declare -A whole
 if [[ $parts == *" workloads "* ]]; then
-  command -v hyperfine >/dev/null || note "hyperfine not installed; timing with a bash loop"
-  for r in "${runners[@]}"; do
-    [[ -n ${dead[$r]:-} ]] && continue
-    for i in "${!wl_labels[@]}"; do
+  for i in "${!wl_labels[@]}"; do
+    specs=()
+    for r in "${runners[@]}"; do
+      [[ -n ${dead[$r]:-} ]] && continue
       wl_argv "$i" "$(scratch "$r")"
       set_argv "$r" "" "${cmd[@]}"
-      whole[$r,$i]=$(median_ms "$r" "${wl_labels[$i]}")
+      warm_up "$r" "${wl_labels[$i]}" || continue
+      q=""
+      for a in "${argv[@]}"; do q+="$(sq "$a") "; done
+      specs+=("$r=$q")
     done
+    ((${#specs[@]} > 0)) || continue
+    rm -f "$tmp/wl.csv"
+    "$python" "$here/interleave.py" --rounds "$reps" --warmup 0 --timeout "$limit" \
+      --csv "$tmp/wl.csv" "${specs[@]}" >/dev/null 2>"$tmp/wl.err"
+    while IFS=, read -r r median _ _ _ _ failed; do
+      [[ $r == label ]] && continue
+      if [[ -n $median && $failed == 0 ]]; then
+        whole[$r,$i]=$(printf '%.2f' "$median")
+      else
+        note "$r: ${wl_labels[$i]}: $failed timed run(s) failed: $(last_line "$tmp/wl.err")"
+      fi
+    done <"$tmp/wl.csv"
   done
 fi
 
