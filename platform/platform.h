@@ -113,6 +113,18 @@ class AddressSpace {
   virtual uint64_t MaxUserAddress() const = 0;
 };
 
+// Work the sentry can do on the thread that waits for app code to trap, in time it
+// would otherwise spend spinning (Context::SetIdleWork).
+class IdleWork {
+ public:
+  virtual ~IdleWork() = default;
+  // Whether Step may find work; cheap, and called without any lock.
+  virtual bool Pending() const = 0;
+  // One step of it, at most a few tens of microseconds (the app's next trap waits for
+  // it to end); false when there was nothing to do.
+  virtual bool Step() = 0;
+};
+
 // Context is one app thread's execution vehicle.
 class Context {
  public:
@@ -132,6 +144,10 @@ class Context {
   // A hint between Switches: the sentry is about to sleep for this task (a blocking
   // syscall), so the app thread need not wait busily for its result.
   virtual void WillBlock() {}
+  // From now on, Switch may call `work` while app code runs and the platform would
+  // only be spinning for the next trap (systrap; ptrace waits in the kernel and never
+  // calls it). `work` must outlive the context, or be replaced first; nullptr: none.
+  virtual void SetIdleWork(IdleWork* work) { (void)work; }
 };
 
 class Platform {

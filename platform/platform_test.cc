@@ -666,6 +666,56 @@ TEST_P(PlatformTest, WillBlockIsOnlyAHint) {
   }
 }
 
+// Idle work gets the time the platform would spin waiting for app code (systrap), only
+// on the thread in Switch and only while it has some, and changes nothing the app sees;
+// ptrace waits in the kernel and never calls it.
+TEST_P(PlatformTest, IdleWorkRunsOnlyWhileAppCodeRuns) {
+  struct Work : IdleWork {
+    bool Pending() const override { return pending; }
+    bool Step() override {
+      ++steps;
+      thread = std::this_thread::get_id();
+      return true;
+    }
+    bool pending = true;
+    int steps = 0;
+    std::thread::id thread;
+  } work;
+  auto g = Gen();
+  Xbyak::Label first, second;
+  g.mov(rcx, 30000000);  // some milliseconds of app code
+  g.L(first);
+  g.dec(rcx);
+  g.jnz(first);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(rbx, rax);
+  g.mov(rcx, 30000000);
+  g.L(second);
+  g.dec(rcx);
+  g.jnz(second);
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  Load(g);
+  ctx_->SetIdleWork(&work);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  if (GetParam() == "systrap") {
+    EXPECT_GT(work.steps, 0);
+    EXPECT_EQ(work.thread, std::this_thread::get_id());
+  } else {
+    EXPECT_EQ(work.steps, 0);
+  }
+  work.pending = false;
+  work.steps = 0;
+  regs_.gp.rax = 77;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
+  EXPECT_EQ(regs_.gp.rbx, 77u);
+  EXPECT_EQ(work.steps, 0);
+  ctx_->SetIdleWork(nullptr);
+}
+
 // After ops on the control thread (mapping a fresh address space, starting its app
 // thread), resuming app code tells that thread to sleep: it would otherwise spin (and
 // yield) on the app's vCPU for its whole budget. Ops on the parked app thread leave it

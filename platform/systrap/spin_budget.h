@@ -25,6 +25,11 @@ inline constexpr absl::Duration kStubSpinBudgetBeforeHint = absl::Microseconds(1
 // The sentry waiting for app code: app code between two syscalls is often longer than
 // the sentry's work on one.
 inline constexpr absl::Duration kSentrySpinBudget = absl::Microseconds(800);
+// How long app code must have run since the sentry's first yield before the sentry
+// spends its spin on idle work (Context::SetIdleWork): a step holds up the next trap's
+// handling by up to its length, and most traps come sooner (a syscall every ~40 us in
+// python3's start), so only a stretch of app code already this long gets steps.
+inline constexpr absl::Duration kIdleWorkAfter = absl::Microseconds(20);
 
 // Nanoseconds one `pause` takes on this CPU, measured once per process (a few
 // microseconds, the fastest of a few short runs) and cached.

@@ -148,24 +148,34 @@ absl::Status StubProcess::DiedError(const char* what) {
 }
 
 absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg,
-                               bool* after_yield) {
+                               bool* after_yield, IdleWork* idle) {
   if (after_yield != nullptr) *after_yield = false;
   SlotHeader* h = slot(i);
   auto state = Word(h->state);
   // kSentrySpinBudget from the first yield on: a quick handoff reads no clock.
   absl::Duration deadline = absl::ZeroDuration();
+  absl::Duration idle_from = absl::InfiniteDuration();
+  bool yielded = false;
   for (int n = 0;; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
-      // Seen on the first look after a yield (n a multiple of kSpinsPerYield, past 0).
-      if (after_yield != nullptr) *after_yield = n > 0 && (n & (kSpinsPerYield - 1)) == 0;
+      // Seen on the first look after a yield.
+      if (after_yield != nullptr) *after_yield = yielded;
       return absl::OkStatus();
     }
+    yielded = false;
     _mm_pause();
     if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) {
-      sched_yield();  // layout.h
+      // A step of idle work instead of a yield: it holds this CPU a while either way.
+      const bool stepped = idle != nullptr && idle_from != absl::InfiniteDuration() &&
+                           idle->Pending() && MonotonicNow() >= idle_from && idle->Step();
+      if (!stepped) {
+        sched_yield();  // layout.h
+        yielded = true;
+      }
       const absl::Duration now = MonotonicNow();
       if (deadline == absl::ZeroDuration()) {
         deadline = now + kSentrySpinBudget;
+        idle_from = now + kIdleWorkAfter;
       } else if (now >= deadline) {
         break;
       }
@@ -190,10 +200,10 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
 }
 
 absl::Status StubProcess::Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*),
-                               void* tick_arg, bool* after_yield) {
+                               void* tick_arg, bool* after_yield, IdleWork* idle) {
   if (dead_) return DiedError(what);
   Post(i, op);
-  return Wait(i, what, on_tick, tick_arg, after_yield);
+  return Wait(i, what, on_tick, tick_arg, after_yield, idle);
 }
 
 int StubProcess::ControlSlot() {
@@ -956,7 +966,8 @@ absl::Status SystrapContext::Run(SlotOp op, uint64_t fast_rax) {
   }
   if (op == kOpFastResume) h->fast_args[kArgRax] = fast_rax;
   bool after_yield = false;
-  absl::Status st = stub_->Call(slot_, op, "while running app code", &OnTick, this, &after_yield);
+  absl::Status st =
+      stub_->Call(slot_, op, "while running app code", &OnTick, this, &after_yield, idle_);
   if (!after_yield) {
     shared_cpu_signs_ = 0;
   } else if (++shared_cpu_signs_ == kSharedCpuSigns) {

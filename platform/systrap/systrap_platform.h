@@ -125,13 +125,15 @@ class StubProcess {
   // tick of the wait (~50 ms) and may ask to SIGKILL the stub (returns true).
   // `after_yield` (if given): the report was first seen right after a sched_yield of
   // the wait, a sign that the stub thread ran on this thread's CPU meanwhile.
+  // `idle` (if given) gets steps of work while the wait spins (Context::SetIdleWork).
   absl::Status Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*) = nullptr,
-                    void* tick_arg = nullptr, bool* after_yield = nullptr);
+                    void* tick_arg = nullptr, bool* after_yield = nullptr,
+                    IdleWork* idle = nullptr);
   // Posts without waiting.
   void Post(int i, SlotOp op);
   // Waits for slot `i` to report (state trapped). Error if the stub died.
   absl::Status Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg,
-                    bool* after_yield = nullptr);
+                    bool* after_yield = nullptr, IdleWork* idle = nullptr);
 
  private:
   absl::Status DiedError(const char* what);
@@ -221,6 +223,7 @@ class SystrapContext final : public Context {
   void CompleteRegisters(Registers& regs) override;
   void Interrupt() override;
   void WillBlock() override;
+  void SetIdleWork(IdleWork* work) override { idle_ = work; }
 
  private:
   absl::Status Bind(const std::shared_ptr<StubProcess>& stub);
@@ -256,6 +259,7 @@ class SystrapContext final : public Context {
   int shared_cpu_signs_ = 0;    // app reports in a row first seen right after a yield
   bool fast_ = false;           // the last report came from the fast entry
   user_regs_struct fast_gp_{};  // what it reported (only the arguments while gp_partial)
+  IdleWork* idle_ = nullptr;    // SetIdleWork
 };
 
 class SystrapPlatform final : public Platform {

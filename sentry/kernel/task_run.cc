@@ -162,8 +162,29 @@ int HandleSyscall(Task& t) {
   return (!r.ok() && IsRestartErrno(r.error())) ? r.error() : 0;
 }
 
+// While this task's app code runs, the platform may spend its wait on filling its data
+// segments ahead (MemoryManager::FillAhead). Used only by the task's own thread, inside
+// its Switch: the task's mm is replaced (exec) or dropped (exit) on this thread too, never
+// meanwhile, so it may be read here without the kernel lock.
+class FillAheadWork final : public platform::IdleWork {
+ public:
+  explicit FillAheadWork(Task& t) : t_(t) {}
+  bool Pending() const override { return t_.mm().fill_ahead_pending(); }
+  bool Step() override {
+    Kernel& k = t_.kernel();
+    if (!k.mu.TryLock()) return false;  // a handler of another task: try again later
+    const bool did = t_.mm().FillAhead();
+    k.mu.Unlock();
+    return did;
+  }
+
+ private:
+  Task& t_;
+};
+
 void RunTask(Task* t) {
   Kernel& k = t->kernel();
+  FillAheadWork fill_ahead(*t);
   fsimpl::SetCurrentTask(t);  // /proc/self resolves to the task of this host thread
   k.mu.Lock();
   int restart = 0;
@@ -199,6 +220,7 @@ void RunTask(Task* t) {
       Phase("address-space-ready");
     }
     platform::AddressSpace* as = mm.address_space();
+    t->ctx->SetIdleWork(&fill_ahead);  // the context may be new (clone, a shared one dropped)
     t->in_app.store(true);
     t->app_since = MonotonicNow();
     k.mu.Unlock();

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,6 +71,9 @@ struct Vma {
   // VMA PROT_NONE; the first access (an app fault, or the sentry reading or writing it)
   // fills the 64 KiB chunk around it with lazy_fill and maps it as the VMA says.
   FileFiller lazy_fill;
+  // A lazy_fill VMA whose bytes FillAhead already wrote into its pages while the app ran
+  // (fill.cc): still mapped PROT_NONE, so the first touch faults, but then only maps it.
+  bool prefilled = false;
   // The host file lazy_fill reads, opened read-only (MMapOpts::host_file). While the VMA
   // is unfilled and not writable, the platform maps it straight from the host's page
   // cache where it can (AddressSpace::MapHostFile) instead of PROT_NONE: reads and
@@ -208,6 +212,13 @@ class MemoryManager {
   // tell).
   enum class FaultResult { kSignal, kResolved, kStale, kNoMemory };
   FaultResult HandleFault(uint64_t addr, bool write, bool exec);
+  // Fills one chunk of an unfilled, writable, private file mapping (a data segment)
+  // before the app touches it, so that its first touch costs a fault but no file read
+  // or page allocation (fill.cc). Called under the kernel lock while this address
+  // space's app code runs; false when nothing is left to fill ahead.
+  bool FillAhead();
+  // Whether FillAhead may find work: a hint, read without the kernel lock.
+  bool fill_ahead_pending() const { return fill_ahead_pending_.load(std::memory_order_relaxed); }
   // The platform could not patch a syscall site at `addr` because its pages are the
   // host's (Vma::host_file): fill the site's pages, so that the next call is patched.
   void FillForPatching(uint64_t addr) const;
@@ -320,6 +331,8 @@ class MemoryManager {
   mutable std::map<uint64_t, Vma> vmas_;
   mutable uint64_t cow_copied_bytes_ = 0;
   bool demand_fill_ = true;
+  std::atomic<bool> fill_ahead_pending_{false};
+  uint64_t filled_ahead_bytes_ = 0;  // against kFillAheadBudget
   uint64_t brk_base_ = 0, brk_ = 0;
   GuestAddr stack_lo_, stack_hi_;
   std::unique_ptr<platform::AddressSpace> as_;

@@ -928,6 +928,77 @@ TEST_F(HostFileTest, ASmallWritablePrivateMappingIsFilledAtOnce) {
   }
 }
 
+// Fill ahead (fill.cc): the sentry fills an unfilled writable private file mapping chunk
+// by chunk while the app runs; the chunk stays unmapped for the app until its fault,
+// which then reads nothing more from the file.
+TEST_F(HostFileTest, FillAheadFillsWritableChunksBeforeTheirFault) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr ro = MapFile(2 * kChunk, PROT_READ);
+  EXPECT_FALSE(mm_->fill_ahead_pending());  // read-only: the host's pages serve it
+  GuestAddr w = MapFile(3 * kChunk, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(reads_.empty());
+  ASSERT_TRUE(mm_->fill_ahead_pending());
+  ASSERT_TRUE(mm_->FillAhead());
+  ASSERT_EQ(reads_.size(), 1u);
+  EXPECT_EQ(reads_[0], 2 * kPageSize);              // the first chunk of w, at its file offset
+  EXPECT_EQ(as->pages[w.value()].prot, PROT_NONE);  // the app's first touch still faults
+  EXPECT_EQ(mm_->HandleFault((w + 8).value(), /*write=*/true, false),
+            MemoryManager::FaultResult::kResolved);
+  EXPECT_EQ(reads_.size(), 1u);  // ...but reads nothing
+  EXPECT_EQ(as->pages[w.value()].prot, PROT_READ | PROT_WRITE);
+  EXPECT_EQ(as->pages[w.value()].host_file, nullptr);
+  EXPECT_EQ(Byte(*mm_, w + kPageSize + 1), (2 * kPageSize + kPageSize) / kPageSize + 1);
+  // The other two chunks, then nothing: the read-only mapping is never filled ahead.
+  EXPECT_TRUE(mm_->FillAhead());
+  EXPECT_TRUE(mm_->FillAhead());
+  EXPECT_FALSE(mm_->FillAhead());
+  EXPECT_FALSE(mm_->fill_ahead_pending());
+  ASSERT_EQ(reads_.size(), 3u);
+  EXPECT_EQ(Byte(*mm_, w + 2 * kChunk + 3 * kPageSize),
+            (2 * kPageSize + 2 * kChunk + 3 * kPageSize) / kPageSize + 1);
+  EXPECT_EQ(mm_->HandleFault((w + kChunk).value(), /*write=*/false, false),
+            MemoryManager::FaultResult::kResolved);
+  EXPECT_EQ(reads_.size(), 3u);
+  EXPECT_TRUE(FromHost(as, ro, 2 * kChunk, 2 * kPageSize));
+}
+
+// A chunk filled ahead and then shared by fork holds the file's bytes on both sides, and
+// a write on one side is that side's alone.
+TEST_F(HostFileTest, FillAheadThenForkKeepsBothSidesApart) {
+  Activate(*mm_);
+  GuestAddr w = MapFile(2 * kChunk, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(mm_->FillAhead());
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  Activate(*child);
+  Put(*child, w + 7, 0x77);
+  EXPECT_EQ(Byte(*mm_, w + 7), 3);  // file offset 2 pages + 7: page 2, plus one
+  EXPECT_EQ(Byte(*child, w + 7), 0x77);
+  EXPECT_EQ(Byte(*child, w + kPageSize), 4);
+  EXPECT_FALSE(child->FillAhead());  // copy-on-write pages are never filled ahead
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
+// Filling ahead stops at a budget per address space (the pages count as resident), and
+// at a file that cannot be read: its fault reports that.
+TEST_F(HostFileTest, FillAheadStopsAtItsBudgetAndAtAReadError) {
+  Activate(*mm_);
+  MapFile(63 * kChunk, PROT_READ | PROT_WRITE);  // ~4 MB, all of the test file
+  MapFile(63 * kChunk, PROT_READ | PROT_WRITE);
+  int steps = 0;
+  while (mm_->FillAhead()) ++steps;
+  EXPECT_EQ(static_cast<uint64_t>(steps) * kChunk, uint64_t{4} << 20);
+  EXPECT_FALSE(mm_->fill_ahead_pending());
+
+  MemoryManager other(mf_.get(), kTop);
+  MMapOpts o = Opts(2 * kChunk, PROT_READ | PROT_WRITE);
+  o.fill = [](uint8_t*, uint64_t, uint64_t) -> SysResult<uint64_t> { return Errno{EIO}; };
+  auto bad = other.MMap(o);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(other.FillAhead());
+  EXPECT_FALSE(other.fill_ahead_pending());
+  EXPECT_EQ(other.HandleFault(bad->value(), false, false), MemoryManager::FaultResult::kNoMemory);
+}
+
 TEST_F(HostFileTest, AForkedChildMapsTheHostFileToo) {
   Activate(*mm_);
   GuestAddr a = MapFile(2 * kChunk, PROT_READ);
