@@ -173,7 +173,11 @@ class FillAheadWork final : public platform::IdleWork {
   bool Step() override {
     Kernel& k = t_.kernel();
     if (!k.mu.TryLock()) return false;  // a handler of another task: try again later
-    const bool did = t_.mm().FillAhead();
+    // Pages filled ahead count as resident: under a --memory limit, only while a whole
+    // budget of them still fits, so that they never bring the app to it.
+    const uint64_t limit = k.options().limits.memory_bytes;
+    const bool room = limit == 0 || k.limits().ResidentBytes() + mm::kFillAheadBudget <= limit;
+    const bool did = room && t_.mm().FillAhead();
     k.mu.Unlock();
     return did;
   }

@@ -37,9 +37,6 @@ namespace usentry::sentry::mm {
 
 namespace {
 
-// What FillAhead may fill per address space (an exec starts a new one).
-constexpr uint64_t kFillAheadBudget = 4 << 20;
-
 // A mapping FillAhead fills: unfilled file bytes that only this address space's writes
 // will change (not shared, not copy-on-write after a fork), and writable, so never read
 // from the host's page cache instead (Vma::host_file serves only read-only ones).

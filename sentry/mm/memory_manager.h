@@ -37,6 +37,8 @@ inline constexpr uint64_t kMinAddr = 0x20000;
 // chunk around the page, clipped to the VMA. Sixteen pages per trap halve the faults of
 // sequential access at a few microseconds of filling or copying each.
 inline constexpr uint64_t kFaultChunk = 64 << 10;
+// What MemoryManager::FillAhead may fill per address space (an exec starts a new one).
+inline constexpr uint64_t kFillAheadBudget = 4 << 20;
 
 enum class Access { kRead, kWrite };
 
