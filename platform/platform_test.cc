@@ -681,25 +681,34 @@ TEST_P(PlatformTest, IdleWorkRunsOnlyWhileAppCodeRuns) {
     int steps = 0;
     std::thread::id thread;
   } work;
+  // Forever: some milliseconds of app code, then getpid (its result summed into rbx).
   auto g = Gen();
-  Xbyak::Label first, second;
-  g.mov(rcx, 30000000);  // some milliseconds of app code
-  g.L(first);
+  Xbyak::Label again, busy;
+  g.xor_(ebx, ebx);
+  g.L(again);
+  g.mov(rcx, 30000000);
+  g.L(busy);
   g.dec(rcx);
-  g.jnz(first);
+  g.jnz(busy);
   g.mov(eax, SYS_getpid);
   g.syscall();
-  g.mov(rbx, rax);
-  g.mov(rcx, 30000000);
-  g.L(second);
-  g.dec(rcx);
-  g.jnz(second);
-  g.mov(eax, SYS_getppid);
-  g.syscall();
+  g.add(rbx, rax);
+  g.jmp(again);
   Load(g);
   ctx_->SetIdleWork(&work);
-  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
-  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+  uint64_t sum = 0;
+  auto run_once = [&] {
+    ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+    EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
+    EXPECT_EQ(regs_.gp.rbx, sum);
+    regs_.gp.rax = 7;
+    sum += 7;
+  };
+  // On a busy host the wait may give every look to other processes (sched_yield) until
+  // its spin budget ends: the steps come in most switches, not necessarily in each.
+  for (int i = 0; i < 40 && (i < 3 || (GetParam() == "systrap" && work.steps == 0)); ++i) {
+    run_once();
+  }
   if (GetParam() == "systrap") {
     EXPECT_GT(work.steps, 0);
     EXPECT_EQ(work.thread, std::this_thread::get_id());
@@ -708,10 +717,7 @@ TEST_P(PlatformTest, IdleWorkRunsOnlyWhileAppCodeRuns) {
   }
   work.pending = false;
   work.steps = 0;
-  regs_.gp.rax = 77;
-  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
-  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
-  EXPECT_EQ(regs_.gp.rbx, 77u);
+  for (int i = 0; i < 3; ++i) run_once();
   EXPECT_EQ(work.steps, 0);
   ctx_->SetIdleWork(nullptr);
 }

@@ -152,9 +152,9 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
   if (after_yield != nullptr) *after_yield = false;
   SlotHeader* h = slot(i);
   auto state = Word(h->state);
-  // kSentrySpinBudget from the first yield on: a quick handoff reads no clock.
+  // kSentrySpinBudget from the first yield point on: a quick handoff reads no clock.
   absl::Duration deadline = absl::ZeroDuration();
-  absl::Duration idle_from = absl::InfiniteDuration();
+  absl::Duration idle_from = absl::ZeroDuration();
   bool yielded = false;
   for (int n = 0;; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
@@ -165,20 +165,19 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
     yielded = false;
     _mm_pause();
     if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) {
-      // A step of idle work instead of a yield: it holds this CPU a while either way.
-      const bool stepped = idle != nullptr && idle_from != absl::InfiniteDuration() &&
-                           idle->Pending() && MonotonicNow() >= idle_from && idle->Step();
-      if (!stepped) {
-        sched_yield();  // layout.h
-        yielded = true;
-      }
       const absl::Duration now = MonotonicNow();
       if (deadline == absl::ZeroDuration()) {
         deadline = now + kSentrySpinBudget;
         idle_from = now + kIdleWorkAfter;
-      } else if (now >= deadline) {
-        break;
       }
+      // A step of idle work instead of a yield (it holds this CPU a while either way),
+      // budget or not: the budget bounds spinning, and the work is bounded by itself.
+      // (On a busy host a yield can take milliseconds: the first look past idle_from
+      // may already be past the budget.)
+      if (idle != nullptr && now >= idle_from && idle->Pending() && idle->Step()) continue;
+      if (now >= deadline) break;
+      sched_yield();  // layout.h
+      yielded = true;
     }
   }
   Word(h->sentry_sleeping).store(1);  // seq_cst: ordered before the state load
