@@ -645,17 +645,30 @@ TEST_P(PlatformTest, VsyscallIsKilledOrFaults) {
   }
 }
 
+// Emits app code that makes syscall `nr` forever and sums its results into rbx; with
+// `busy`, it first counts that many iterations down before each call (~30 million: some
+// milliseconds).
+void EmitSyscallLoop(Xbyak::CodeGenerator& g, int nr, uint64_t busy = 0) {
+  Xbyak::Label again, count;
+  g.xor_(ebx, ebx);
+  g.L(again);
+  if (busy != 0) {
+    g.mov(rcx, busy);
+    g.L(count);
+    g.dec(rcx);
+    g.jnz(count);
+  }
+  g.mov(eax, nr);
+  g.syscall();
+  g.add(rbx, rax);
+  g.jmp(again);
+}
+
 // The sentry's "about to block" hint changes only how the stub waits, never what the
 // app sees, on every platform.
 TEST_P(PlatformTest, WillBlockIsOnlyAHint) {
   auto g = Gen();
-  Xbyak::Label loop;
-  g.xor_(ebx, ebx);
-  g.L(loop);
-  g.mov(eax, SYS_getppid);
-  g.syscall();
-  g.add(rbx, rax);
-  g.jmp(loop);
+  EmitSyscallLoop(g, SYS_getppid);
   Load(g);
   for (int i = 0; i < 4; ++i) {
     ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall) << i;
@@ -681,19 +694,8 @@ TEST_P(PlatformTest, IdleWorkRunsOnlyWhileAppCodeRuns) {
     int steps = 0;
     std::thread::id thread;
   } work;
-  // Forever: some milliseconds of app code, then getpid (its result summed into rbx).
   auto g = Gen();
-  Xbyak::Label again, busy;
-  g.xor_(ebx, ebx);
-  g.L(again);
-  g.mov(rcx, 30000000);
-  g.L(busy);
-  g.dec(rcx);
-  g.jnz(busy);
-  g.mov(eax, SYS_getpid);
-  g.syscall();
-  g.add(rbx, rax);
-  g.jmp(again);
+  EmitSyscallLoop(g, SYS_getpid, /*busy=*/30000000);
   Load(g);
   ctx_->SetIdleWork(&work);
   uint64_t sum = 0;

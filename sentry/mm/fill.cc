@@ -37,14 +37,6 @@ namespace usentry::sentry::mm {
 
 namespace {
 
-// A mapping FillAhead fills: unfilled file bytes that only this address space's writes
-// will change (not shared, not copy-on-write after a fork), and writable, so never read
-// from the host's page cache instead (Vma::host_file serves only read-only ones).
-bool FillAheadCandidate(const Vma& v) {
-  return v.lazy_fill && !v.prefilled && !v.shared && !v.cow && v.range &&
-         (v.prot & PROT_WRITE) != 0;
-}
-
 // Writes the file bytes of [file_off, file_off+len) into the memory file at `dst` through
 // a bounce buffer with pwrite, not through the sentry's mapping: each page touched
 // through the mapping costs a page fault (and a TLB shootdown when it is freed). Pages

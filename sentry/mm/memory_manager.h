@@ -105,6 +105,15 @@ inline int HostProt(const Vma& v) {
   return v.cow ? v.prot & ~PROT_WRITE : v.prot;
 }
 
+// Whether MemoryManager::FillAhead fills `v` (fill.cc): unfilled file bytes that only this
+// address space's writes will change (not shared, not copy-on-write after a fork), and
+// writable, so never read from the host's page cache instead (Vma::host_file serves
+// only read-only ones).
+inline bool FillAheadCandidate(const Vma& v) {
+  return v.lazy_fill && !v.prefilled && !v.shared && !v.cow && v.range &&
+         (v.prot & PROT_WRITE) != 0;
+}
+
 struct MMapOpts {
   GuestAddr addr;
   uint64_t len = 0;

@@ -119,9 +119,7 @@ SysResult<GuestAddr> MemoryManager::MMap(const MMapOpts& o) {
       v.host_file = nullptr;
     }
   }
-  if (v.lazy_fill && type == MAP_PRIVATE && (o.prot & PROT_WRITE)) {
-    fill_ahead_pending_.store(true, std::memory_order_relaxed);  // FillAhead (fill.cc)
-  }
+  if (FillAheadCandidate(v)) fill_ahead_pending_.store(true, std::memory_order_relaxed);
   bool mapped = false;
   SysStatus inserted = InsertVma(std::move(v), &mapped);
   if (replacing) ReleaseReplaced(addr, addr + len, inserted.ok() && mapped, replaced);
