@@ -190,6 +190,9 @@ void RunTask(Task* t) {
   Kernel& k = t->kernel();
   FillAheadWork fill_ahead(*t);
   fsimpl::SetCurrentTask(t);  // /proc/self resolves to the task of this host thread
+  // A clone's context comes made; the others are made below (first run, and again after
+  // an exec dropped a shared one).
+  if (t->ctx) t->ctx->SetIdleWork(&fill_ahead);
   k.mu.Lock();
   int restart = 0;
   int stale_faults = 0;  // see HandleFault
@@ -211,6 +214,7 @@ void RunTask(Task* t) {
         break;
       }
       t->ctx = std::move(ctx).value();
+      t->ctx->SetIdleWork(&fill_ahead);
     }
     mm::MemoryManager& mm = t->mm();
     if (!mm.address_space()) {
@@ -224,7 +228,6 @@ void RunTask(Task* t) {
       Phase("address-space-ready");
     }
     platform::AddressSpace* as = mm.address_space();
-    t->ctx->SetIdleWork(&fill_ahead);  // the context may be new (clone, a shared one dropped)
     t->in_app.store(true);
     t->app_since = MonotonicNow();
     k.mu.Unlock();
