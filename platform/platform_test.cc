@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/tick_clock.h"
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
 #include "platform/ptrace/ptrace_platform.h"
@@ -722,6 +723,42 @@ TEST_P(PlatformTest, IdleWorkRunsOnlyWhileAppCodeRuns) {
   for (int i = 0; i < 3; ++i) run_once();
   EXPECT_EQ(work.steps, 0);
   ctx_->SetIdleWork(nullptr);
+}
+
+// A Switch says how long app code ran (the sentry's CPU accounting), and while it runs,
+// any thread can read when it began; an interrupted Switch that ran nothing says 0.
+TEST_P(PlatformTest, SwitchTimesTheAppCodeItRan) {
+  auto g = Gen();
+  EmitSyscallLoop(g, SYS_getpid, /*busy=*/60000000);
+  Load(g);
+  EXPECT_EQ(ctx_->running_since(), 0);
+  std::atomic<int64_t> seen_since{0}, seen_at{0};
+  std::thread watcher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    seen_at = TickNow();
+    seen_since = ctx_->running_since();
+  });
+  const absl::Time before = absl::Now();
+  SwitchResult r = RunApp();
+  const absl::Duration wall = absl::Now() - before;
+  watcher.join();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(ctx_->running_since(), 0);
+  const absl::Duration ran = TicksToDuration(r.ran_ticks);
+  // The app's loop takes milliseconds; on a busy host the wait may see the trap late
+  // (after a yield), never early.
+  EXPECT_GT(ran, absl::Milliseconds(1)) << wall;
+  EXPECT_GE(ran, wall / 2) << wall;
+  EXPECT_LE(ran, wall) << ran;
+  if (ran > absl::Milliseconds(4)) {  // the watcher looked while the app ran
+    EXPECT_NE(seen_since.load(), 0);
+    EXPECT_LE(seen_since.load(), seen_at.load());
+  }
+
+  ctx_->Interrupt();
+  r = RunApp();
+  EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
+  EXPECT_EQ(r.ran_ticks, 0);
 }
 
 // After ops on the control thread (mapping a fresh address space, starting its app

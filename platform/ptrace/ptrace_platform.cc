@@ -16,6 +16,7 @@
 #include "abi/signal.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "base/tick_clock.h"
 
 namespace usentry::platform::ptrace {
 namespace {
@@ -284,11 +285,17 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
     // Interrupted before running: registers are as given (already set on the host).
     return SwitchResult{.kind = SwitchKind::kInterrupted};
   }
+  const int64_t since = TickNow();
+  running_since_.store(since, std::memory_order_relaxed);
   absl::Status resumed = sp.Resume(PTRACE_SYSEMU, "PTRACE_SYSEMU");
   absl::StatusOr<int> status = resumed.ok() ? sp.Wait() : absl::StatusOr<int>(resumed);
+  const int64_t ran_ticks = TickNow() - since;
+  running_since_.store(0, std::memory_order_relaxed);
   EndRun();
   if (!status.ok()) return status.status();
-  return Classify(sp, regs, *status);
+  absl::StatusOr<SwitchResult> result = Classify(sp, regs, *status);
+  if (result.ok()) result->ran_ticks = ran_ticks;
+  return result;
 }
 
 absl::StatusOr<SwitchResult> PtraceContext::Classify(Subprocess& sp, Registers& regs, int status) {

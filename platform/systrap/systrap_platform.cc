@@ -25,6 +25,7 @@
 #include "base/mono_clock.h"
 #include "base/seqpacket.h"
 #include "base/status_macros.h"
+#include "base/tick_clock.h"
 #include "platform/stub_child_unsafe.h"
 #include "platform/stub_process.h"
 #include "platform/systrap/spin_budget.h"
@@ -147,22 +148,25 @@ absl::Status StubProcess::DiedError(const char* what) {
       absl::StrFormat("systrap stub pid=%d %s %s", pid_, DescribeWaitStatus(wait_status_), what));
 }
 
-absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg,
-                               bool* after_yield, IdleWork* idle) {
-  if (after_yield != nullptr) *after_yield = false;
+absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
+  IdleWork* idle = app != nullptr ? app->idle : nullptr;
   SlotHeader* h = slot(i);
   auto state = Word(h->state);
   // kSentrySpinBudget from the first yield point on: a quick handoff reads no clock.
   absl::Duration deadline = absl::ZeroDuration();
   absl::Duration idle_from = absl::ZeroDuration();
   bool yielded = false;
+  int64_t last_look = 0;
   for (int n = 0;; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
-      // Seen on the first look after a yield.
-      if (after_yield != nullptr) *after_yield = yielded;
+      if (app != nullptr) {
+        app->after_yield = yielded;  // seen on the first look after a yield
+        app->trapped_at = last_look != 0 ? last_look : TickNow();
+      }
       return absl::OkStatus();
     }
     yielded = false;
+    if (app != nullptr) last_look = TickNow();
     _mm_pause();
     if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) {
       const absl::Duration now = MonotonicNow();
@@ -191,31 +195,44 @@ absl::Status StubProcess::Wait(int i, const char* what, bool (*on_tick)(void*), 
         result = DiedError(what);
         break;
       }
-      if (on_tick != nullptr && on_tick(tick_arg)) ::kill(pid_, SIGKILL);
+      if (app != nullptr && app->on_tick != nullptr && app->on_tick(app->tick_arg)) {
+        ::kill(pid_, SIGKILL);
+      }
     }
   }
   Word(h->sentry_sleeping).store(0);
+  if (app != nullptr) {
+    app->after_yield = false;
+    app->trapped_at = TickNow();
+  }
   return result;
 }
 
-absl::Status StubProcess::Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*),
-                               void* tick_arg, bool* after_yield, IdleWork* idle) {
+absl::Status StubProcess::Call(int i, SlotOp op, const char* what, AppWait* app) {
   if (dead_) return DiedError(what);
   Post(i, op);
-  return Wait(i, what, on_tick, tick_arg, after_yield, idle);
+  if (app != nullptr && app->running_since != nullptr) {
+    app->running_since->store(TickNow(), std::memory_order_relaxed);
+  }
+  return Wait(i, what, app);
 }
 
-int StubProcess::ControlSlot() {
+StubProcess::SlotLoan StubProcess::ControlSlot() {
   for (int k = 1; k < kMaxSlots; ++k) {
-    if (parked_[k]) return k;
+    uint8_t parked = kSlotParked;
+    // Acquire: the thread's last switch is done with the slot (Park releases it).
+    if (parked_[k].compare_exchange_strong(parked, kSlotLent, std::memory_order_acquire)) {
+      return SlotLoan(this, k);
+    }
   }
-  control_spinning_ = true;
-  return 0;
+  control_spinning_.store(true, std::memory_order_relaxed);
+  return SlotLoan(this, 0);
 }
 
 absl::StatusOr<int64_t> StubProcess::ControlSyscall(int nr, std::array<uint64_t, 6> args) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int i = ControlSlot();
+  const SlotLoan loan = ControlSlot();
+  const int i = loan.index();
   SlotHeader* h = slot(i);
   h->nr = static_cast<uint64_t>(nr);
   for (int k = 0; k < 6; ++k) h->args[k] = args[k];
@@ -266,7 +283,8 @@ absl::Status SendFd(int sock, int fd) {
 
 absl::StatusOr<int> StubProcess::ReceiveFd(int sock) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int i = ControlSlot();
+  const SlotLoan loan = ControlSlot();
+  const int i = loan.index();
   StubFdMessage* m = BuildFdMessage(reinterpret_cast<uint8_t*>(slot(i)), StubSlotAddress(i));
   SlotHeader* h = slot(i);
   h->nr = SYS_recvmsg;
@@ -322,19 +340,27 @@ absl::StatusOr<int> StubProcess::HostFdInStub(const std::shared_ptr<const Unique
 }
 
 void StubProcess::Park(int i) {
-  std::lock_guard<std::mutex> lock(mu_);
-  parked_[i] = true;
+  // Release: this thread is done with the slot before a lender uses it.
+  parked_[i].store(kSlotParked, std::memory_order_release);
 }
 
 void StubProcess::Unpark(int i) {
-  std::lock_guard<std::mutex> lock(mu_);
-  parked_[i] = false;
+  uint8_t use = kSlotParked;
+  if (!parked_[i].compare_exchange_strong(use, kSlotRunning, std::memory_order_acquire) &&
+      use == kSlotLent) {
+    // A control op runs in the slot and holds mu_ until it has given the slot back.
+    std::lock_guard<std::mutex> lock(mu_);
+    parked_[i].store(kSlotRunning, std::memory_order_relaxed);
+  }
   // App code is about to run here. A control thread still spinning after the last
   // control op (4000 spins, a yield every 64) would share a vCPU with it for nothing:
   // in python3's run the two switched 62 times each, the control thread's whole budget.
-  if (control_spinning_) {
-    slot(0)->stop_spinning = kStopNow;  // the next Post(0) clears it and wakes the thread
-    control_spinning_ = false;
+  if (control_spinning_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (control_spinning_.load(std::memory_order_relaxed)) {
+      slot(0)->stop_spinning = kStopNow;  // the next Post(0) clears it and wakes the thread
+      control_spinning_.store(false, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -351,13 +377,13 @@ absl::StatusOr<int> StubProcess::StartThread() {
   std::memset(slot(i), 0, sizeof(SlotHeader));
   SlotHeader* control = slot(0);
   control->args[0] = StubSlotAddress(i);
-  control_spinning_ = true;
+  control_spinning_.store(true, std::memory_order_relaxed);
   RETURN_IF_ERROR(Call(0, kOpNewThread, "starting an app thread"));
   if (IsLinuxErrno(control->result)) {
     return ErrnoStatus(absl::StrFormat("clone(app thread) in systrap stub pid=%d", pid_),
                        static_cast<int>(-control->result));
   }
-  RETURN_IF_ERROR(Wait(i, "while an app thread started", nullptr, nullptr));
+  RETURN_IF_ERROR(Wait(i, "while an app thread started"));
   const uint64_t first = platform_->code().first_trap;
   uint8_t* uc = SignalStackPtr(i, slot(i)->ucontext, kUcontextSize);
   uint64_t rip = 0;
@@ -581,7 +607,7 @@ void StubProcess::ReleaseThread(int i) {
   if (dead_ || i <= 0 || i >= kMaxSlots || !used_[i]) return;
   Post(i, kOpExitThread);
   used_[i] = false;
-  parked_[i] = false;
+  parked_[i].store(kSlotRunning, std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------
@@ -911,8 +937,7 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
         stub_->pid(), g.rip, info.si_signo));
   }
   if (info.si_signo == kInterruptSignal) {
-    std::lock_guard<std::mutex> lock(mu_);
-    interrupt_pending_ = false;
+    interrupt_pending_.store(false);
     return SwitchResult{.kind = SwitchKind::kInterrupted};
   }
   if (info.si_signo == SIGSYS && info.si_code == 1 /*SYS_SECCOMP*/) {
@@ -944,38 +969,39 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
 
 bool SystrapContext::OnTick(void* self) {
   auto* c = static_cast<SystrapContext*>(self);
-  std::lock_guard<std::mutex> lock(c->mu_);
-  if (!c->interrupt_pending_) return false;
+  if (!c->interrupt_pending_.load()) return false;
   if (++c->interrupt_ticks_ > kInterruptTicksBeforeKill) return true;
   // The signal may have landed in stub code, which drops it: send it again.
+  std::lock_guard<std::mutex> lock(c->mu_);
   syscall(SYS_tgkill, c->pid_, c->tid_, kInterruptSignal);
   return false;
 }
 
-absl::Status SystrapContext::Run(SlotOp op, uint64_t fast_rax) {
+absl::Status SystrapContext::Run(SlotOp op, uint64_t fast_rax, int64_t* ran_ticks) {
+  *ran_ticks = 0;
   SlotHeader* h = stub_->slot(slot_);
   // Line 1 is written only when a value changes (layout.h); the stub clears set_fs.
   const uint64_t set_fs = (!fs_known_ || applied_fs_ != h->fs_base) ? 1 : 0;
   if (h->set_fs != set_fs) h->set_fs = set_fs;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (interrupt_pending_) return absl::CancelledError();  // see Switch
-    running_ = true;
-    interrupt_ticks_ = 0;
+  running_.store(true);  // seq_cst: before the load below (see running_)
+  if (interrupt_pending_.load()) {
+    running_.store(false, std::memory_order_release);
+    return absl::CancelledError();  // see Switch
   }
+  interrupt_ticks_ = 0;
   if (op == kOpFastResume) h->fast_args[kArgRax] = fast_rax;
-  bool after_yield = false;
-  absl::Status st =
-      stub_->Call(slot_, op, "while running app code", &OnTick, this, &after_yield, idle_);
-  if (!after_yield) {
+  StubProcess::AppWait wait{
+      .on_tick = &OnTick, .tick_arg = this, .idle = idle_, .running_since = &running_since_};
+  absl::Status st = stub_->Call(slot_, op, "while running app code", &wait);
+  running_.store(false, std::memory_order_release);
+  const int64_t since = running_since_.load(std::memory_order_relaxed);
+  running_since_.store(0, std::memory_order_relaxed);
+  if (since != 0 && wait.trapped_at > since) *ran_ticks = wait.trapped_at - since;
+  if (!wait.after_yield) {
     shared_cpu_signs_ = 0;
   } else if (++shared_cpu_signs_ == kSharedCpuSigns) {
     shared_cpu_signs_ = 0;
     (void)MoveOffThisCpu();
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running_ = false;
   }
   fs_known_ = true;
   applied_fs_ = h->fs_base;
@@ -1001,19 +1027,20 @@ absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers&
   }
   if (h->fs_base != regs.gp.fs_base) h->fs_base = regs.gp.fs_base;  // line 1: see Run
   regs.fp_valid = false;
-  absl::Status st = Run(op, regs.gp.rax);
+  int64_t ran_ticks;
+  absl::Status st = Run(op, regs.gp.rax, &ran_ticks);
   if (absl::IsCancelled(st)) {
     // Interrupted before running: nothing ran; the registers stay as given.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      interrupt_pending_ = false;
-    }
+    interrupt_pending_.store(false);
     stub_->Park(slot_);
     return SwitchResult{.kind = SwitchKind::kInterrupted};
   }
   RETURN_IF_ERROR(st);
   absl::StatusOr<SwitchResult> result = ReadFrame(regs);
-  if (result.ok()) stub_->Park(slot_);
+  if (result.ok()) {
+    result->ran_ticks = ran_ticks;
+    stub_->Park(slot_);
+  }
   return result;
 }
 
@@ -1045,11 +1072,12 @@ void SystrapContext::WillBlock() {
 }
 
 void SystrapContext::Interrupt() {
+  interrupt_pending_.store(true);  // seq_cst: before the load of running_ (see running_)
+  // mu_ keeps the bound stub (Unbind takes it), so the tgkill cannot hit a reused pid. A
+  // signal that lands once the thread has trapped for another reason stays queued and
+  // makes the next Switch return kInterrupted (a spurious one, which the contract allows).
   std::lock_guard<std::mutex> lock(mu_);
-  interrupt_pending_ = true;
-  // While running_ the stub is alive (Switch holds a reference and clears running_
-  // before it can be destroyed), so the tgkill cannot hit a reused pid.
-  if (running_) syscall(SYS_tgkill, pid_, tid_, kInterruptSignal);
+  if (running_.load() && pid_ != 0) syscall(SYS_tgkill, pid_, tid_, kInterruptSignal);
 }
 
 // ---------------------------------------------------------------------------
@@ -1356,7 +1384,7 @@ absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::FinishStub(Pendin
   uint8_t* local = ctx_map_ + static_cast<uint64_t>(p.slice) * kCtxRegionSize;
   auto stub = std::make_shared<StubProcess>(this, *pid, p.slice, local);
   // The control thread reports once it is set up.
-  absl::Status st = stub->Wait(0, "during startup", nullptr, nullptr);
+  absl::Status st = stub->Wait(0, "during startup");
   if (st.ok()) st = stub->Connected(std::move(p.mine));
   if (!st.ok()) {
     DrainZygoteSocket();

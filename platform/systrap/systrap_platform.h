@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -121,25 +122,52 @@ class StubProcess {
   // stepped back by 2), the site's start, which does the same; else rip.
   uint64_t RestartTarget(uint64_t rip);
 
-  // Posts `op` to slot `i` and waits until the stub reports back. `on_tick` runs every
-  // tick of the wait (~50 ms) and may ask to SIGKILL the stub (returns true).
-  // `after_yield` (if given): the report was first seen right after a sched_yield of
-  // the wait, a sign that the stub thread ran on this thread's CPU meanwhile.
-  // `idle` (if given) gets steps of work while the wait spins (Context::SetIdleWork).
-  absl::Status Call(int i, SlotOp op, const char* what, bool (*on_tick)(void*) = nullptr,
-                    void* tick_arg = nullptr, bool* after_yield = nullptr,
-                    IdleWork* idle = nullptr);
+  // What a wait for app code (SystrapContext::Run) takes and tells beyond a control op's.
+  struct AppWait {
+    // Runs every tick of a sleeping wait (~50 ms); true asks to SIGKILL the stub.
+    bool (*on_tick)(void*) = nullptr;
+    void* tick_arg = nullptr;
+    // Gets steps of work while the wait spins (Context::SetIdleWork); may be null.
+    IdleWork* idle = nullptr;
+    // Set to TickNow() right after the hand-off (Context::running_since).
+    std::atomic<int64_t>* running_since = nullptr;
+    // Out: the report was first seen right after a sched_yield of the wait, a sign that
+    // the stub thread ran on this thread's CPU meanwhile.
+    bool after_yield = false;
+    // Out: TickNow() at the wait's last look before the one that saw the report (each
+    // spin reads the clock, so that no read sits between the report and the resume).
+    int64_t trapped_at = 0;
+  };
+  // Posts `op` to slot `i` and waits until the stub reports back.
+  absl::Status Call(int i, SlotOp op, const char* what, AppWait* app = nullptr);
   // Posts without waiting.
   void Post(int i, SlotOp op);
   // Waits for slot `i` to report (state trapped). Error if the stub died.
-  absl::Status Wait(int i, const char* what, bool (*on_tick)(void*), void* tick_arg,
-                    bool* after_yield = nullptr, IdleWork* idle = nullptr);
+  absl::Status Wait(int i, const char* what, AppWait* app = nullptr);
 
  private:
   absl::Status DiedError(const char* what);
+  // A slot's use by app code (parked_): running it, parked (its thread waits in the
+  // sentry's hands), or lent to a control op while parked.
+  enum SlotUse : uint8_t { kSlotRunning = 0, kSlotParked = 1, kSlotLent = 2 };
+  // The slot a control op runs in, given back (parked again) when this goes.
+  class SlotLoan {
+   public:
+    SlotLoan(StubProcess* stub, int i) : stub_(stub), i_(i) {}
+    ~SlotLoan() {
+      if (i_ > 0) stub_->parked_[i_].store(kSlotParked, std::memory_order_release);
+    }
+    SlotLoan(const SlotLoan&) = delete;
+    SlotLoan& operator=(const SlotLoan&) = delete;
+    int index() const { return i_; }
+
+   private:
+    StubProcess* stub_;
+    int i_;
+  };
   // Where ControlSyscall runs: a parked app thread's slot, else 0 (and then the control
   // thread counts as spinning until the next Unpark quiets it).
-  int ControlSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  SlotLoan ControlSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // recvmsg of one SCM_RIGHTS descriptor on `sock` in the stub: its number there.
   absl::StatusOr<int> ReceiveFd(int sock);
   // The stub is gone (exited or killed): reaps it and remembers how it died.
@@ -149,11 +177,16 @@ class StubProcess {
   const pid_t pid_;
   const int slice_;
   uint8_t* const local_;
-  std::mutex mu_;  // the control slot and slot allocation
+  // The control slot and slot allocation; held by a control op for its whole length.
+  std::mutex mu_;
   bool used_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
-  bool parked_[kMaxSlots] ABSL_GUARDED_BY(mu_) = {};
+  // SlotUse of each slot. Park and Unpark, twice per switch, take no lock (two lock/unlock
+  // pairs were ~15 ns of a patched syscall's ~430): a lender moves a slot from parked to
+  // lent only under mu_, so an Unpark that finds it lent takes mu_ to wait for it back.
+  std::atomic<uint8_t> parked_[kMaxSlots] = {};
   // The control thread ran an op since the last Unpark, so it may still be spinning.
-  bool control_spinning_ ABSL_GUARDED_BY(mu_) = false;
+  // Written under mu_; Unpark reads it first without.
+  std::atomic<bool> control_spinning_{false};
   struct Mapping {
     uint64_t end;
     uint64_t offset;
@@ -239,21 +272,28 @@ class SystrapContext final : public Context {
   absl::Status ConvertToFrame();
   // Runs op on the bound thread with the interrupt bookkeeping around it. For
   // kOpFastResume, `fast_rax` is the result the thread returns to the app with: written
-  // with the op, in the same cache line, right before it is posted.
-  absl::Status Run(SlotOp op, uint64_t fast_rax = 0);
+  // with the op, in the same cache line, right before it is posted. Sets *ran_ticks to
+  // how long app code ran (SwitchResult::ran_ticks).
+  absl::Status Run(SlotOp op, uint64_t fast_rax, int64_t* ran_ticks);
   // The frame's ucontext / fpstate in the sentry's view, validated.
   absl::StatusOr<uint8_t*> Ucontext();
   absl::StatusOr<std::pair<uint8_t*, size_t>> FpState(uint8_t* uc);
   static bool OnTick(void* self);
 
+  // Held by Interrupt while it signals the bound thread, and by Unbind while it lets go
+  // of the stub: the stub's pid cannot be reaped and reused under a tgkill.
   std::mutex mu_;
   std::shared_ptr<StubProcess> stub_;  // bound stub (written only by the switching thread)
   int slot_ = -1;
   pid_t pid_ ABSL_GUARDED_BY(mu_) = 0;  // the bound stub's pid and thread, for tgkill
   pid_t tid_ ABSL_GUARDED_BY(mu_) = 0;
-  bool running_ ABSL_GUARDED_BY(mu_) = false;
-  bool interrupt_pending_ ABSL_GUARDED_BY(mu_) = false;
-  int interrupt_ticks_ ABSL_GUARDED_BY(mu_) = 0;
+  // Run sets running_ and then reads interrupt_pending_; Interrupt sets interrupt_pending_
+  // and then reads running_, both in one total order (seq_cst): at least one of them sees
+  // the other, so an interrupt either cancels the run or signals it. Atomics rather than
+  // mu_: two lock/unlock pairs per switch were ~20 ns of a patched syscall's ~450.
+  std::atomic<bool> running_{false};
+  std::atomic<bool> interrupt_pending_{false};
+  int interrupt_ticks_ = 0;  // the switching thread's only (Run, OnTick)
   bool fs_known_ = false;
   uint64_t applied_fs_ = 0;
   int shared_cpu_signs_ = 0;    // app reports in a row first seen right after a yield

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "base/mono_clock.h"
+#include "base/tick_clock.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -120,9 +120,12 @@ bool LimitMonitor::TaskMayStart(const Task& parent) {
 
 absl::Duration LimitMonitor::AppCpuTime() const {
   absl::Duration total = app_time_;
-  const absl::Duration now = MonotonicNow();
+  const int64_t now = TickNow();
   for (const auto& [tid, t] : k_.tasks()) {
-    if (t->in_app.load() && t->app_since != Task::kNotInApp) total += now - t->app_since;
+    // t->ctx stays while in_app: only the task's thread replaces it, under Kernel::mu.
+    if (!t->in_app.load() || !t->ctx) continue;
+    const int64_t since = t->ctx->running_since();
+    if (since != 0 && now > since) total += TicksToDuration(now - since);
   }
   return total;
 }

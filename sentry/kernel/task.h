@@ -105,12 +105,8 @@ class Task {
   // Condition the task sleeps on in Block (with Kernel::mu).
   absl::CondVar cv;
   bool woken = false;
+  // Set (under Kernel::mu) while the task's thread is in ctx->Switch.
   std::atomic<bool> in_app{false};
-  // While in_app: when the current stretch of app code began on MonotonicNow()'s clock
-  // (app CPU accounting, sentry/kernel/limits.h), kNotInApp otherwise. Written under
-  // Kernel::mu.
-  static constexpr absl::Duration kNotInApp = -absl::InfiniteDuration();
-  absl::Duration app_since = kNotInApp;
   // Wall time this thread spent running app code, and what its CPU clock read beyond
   // that when its process got a second thread (CpuTime stays monotonic).
   absl::Duration app_time, cpu_offset;

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "base/mono_clock.h"
 #include "base/phases.h"
+#include "base/tick_clock.h"
 #include "sentry/fsimpl/procfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/limits.h"
@@ -228,18 +228,20 @@ void RunTask(Task* t) {
       Phase("address-space-ready");
     }
     platform::AddressSpace* as = mm.address_space();
-    t->in_app.store(true);
-    t->app_since = MonotonicNow();
+    // Release, not seq_cst: its readers hold Kernel::mu too, and an exchange here and
+    // below sat on the path from a trap to the resume.
+    t->in_app.store(true, std::memory_order_release);
     k.mu.Unlock();
     absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->raw_regs());
     k.mu.Lock();
-    t->in_app.store(false);
-    // App CPU time is the time app code ran between traps (--cpu-time, getrusage).
-    absl::Duration ran = MonotonicNow() - t->app_since;
-    t->app_since = Task::kNotInApp;
-    k.limits().AddAppTime(ran);
-    t->thread_group().app_wall_us += absl::ToInt64Microseconds(ran);
-    t->app_time += ran;
+    t->in_app.store(false, std::memory_order_release);
+    if (sw.ok()) {
+      // App CPU time is the time app code ran between traps (--cpu-time, getrusage).
+      const absl::Duration ran = TicksToDuration(sw->ran_ticks);
+      k.limits().AddAppTime(ran);
+      t->thread_group().app_wall_us += absl::ToInt64Microseconds(ran);
+      t->app_time += ran;
+    }
     if (!sw.ok()) {
       fprintf(stderr, "usentry: task %d: %s\n", t->tid(), sw.status().ToString().c_str());
       ExitGroup(t->thread_group(), SIGKILL);
