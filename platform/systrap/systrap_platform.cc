@@ -161,7 +161,8 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
       if (app != nullptr) {
         app->after_yield = yielded;  // seen on the first look after a yield
-        app->trapped_at = last_look != 0 ? last_look : TickNow();
+        // After a yield, the stub may have run app code on this CPU for all of it.
+        app->trapped_at = last_look != 0 && !yielded ? last_look : TickNow();
       }
       return absl::OkStatus();
     }

@@ -135,7 +135,8 @@ class StubProcess {
     // the stub thread ran on this thread's CPU meanwhile.
     bool after_yield = false;
     // Out: TickNow() at the wait's last look before the one that saw the report (each
-    // spin reads the clock, so that no read sits between the report and the resume).
+    // spin reads the clock, so that no read sits between the report and the resume), or
+    // at that look when a yield came between (the app may have run on this CPU meanwhile).
     int64_t trapped_at = 0;
   };
   // Posts `op` to slot `i` and waits until the stub reports back.
