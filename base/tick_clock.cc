@@ -23,11 +23,7 @@ bool KernelClockIsTsc() {
   return n >= 3 && std::strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
 }
 
-int64_t MonotonicNanos() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000 + ts.tv_nsec;
-}
+int64_t MonotonicNanos() { return absl::ToInt64Nanoseconds(MonotonicNow()); }
 
 // The pair the rate is measured from: both clocks at the process's start. A process
 // cloned without exec (the sentry, the gofer) inherits it and its rate.
@@ -41,8 +37,10 @@ const Origin& StartOrigin() {
   return origin;
 }
 
-// Long enough that a read's jitter (tens of ns) is well under 0.01% of it.
-constexpr int64_t kSettleNanos = 10'000'000;
+// Long enough that a read's jitter (tens of ns) is ~0.001% of it, and short enough that
+// the rate is fixed before the sentry's first switch (~4 ms into a run): each conversion
+// before then reads the clock, on the path from a trap to the resume.
+constexpr int64_t kSettleNanos = 2'000'000;
 std::atomic<double> settled_nanos_per_tick{0.0};
 
 }  // namespace

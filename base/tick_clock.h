@@ -11,12 +11,12 @@
 #ifndef USENTRY_BASE_TICK_CLOCK_H_
 #define USENTRY_BASE_TICK_CLOCK_H_
 
-#include <time.h>
 #include <x86intrin.h>
 
 #include <cstdint>
 
 #include "absl/time/time.h"
+#include "base/mono_clock.h"
 
 namespace usentry {
 
@@ -29,14 +29,12 @@ extern const bool kUseTsc;
 // the instructions around them to better than a few tens of nanoseconds.
 inline int64_t TickNow() {
   if (tick_internal::kUseTsc) return static_cast<int64_t>(__rdtsc());
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000 + ts.tv_nsec;
+  return absl::ToInt64Nanoseconds(MonotonicNow());
 }
 
 // The length of `ticks` (a difference of two TickNow()s). The counter's rate is measured
-// against CLOCK_MONOTONIC from the process's start: fixed once 10 ms have passed, read
-// afresh by each call before then.
+// against CLOCK_MONOTONIC from the process's start: fixed once 2 ms have passed (before
+// the sentry runs any app code), read afresh by each call before then.
 absl::Duration TicksToDuration(int64_t ticks);
 
 }  // namespace usentry

@@ -21,7 +21,7 @@ std::pair<absl::Duration, absl::Duration> TimeBoth(absl::Duration sleep) {
 }
 
 TEST(TickClockTest, StretchesMatchTheMonotonicClock) {
-  // Before and after the rate settles (10 ms into the process), and for stretches from
+  // Before and after the rate settles (2 ms into the process), and for stretches from
   // a millisecond to a quarter second: within 1% (plus the reads' own time).
   for (absl::Duration d : {absl::Milliseconds(1), absl::Milliseconds(20), absl::Milliseconds(250),
                            absl::Milliseconds(3)}) {

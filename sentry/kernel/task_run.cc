@@ -235,18 +235,16 @@ void RunTask(Task* t) {
     absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->raw_regs());
     k.mu.Lock();
     t->in_app.store(false, std::memory_order_release);
-    if (sw.ok()) {
-      // App CPU time is the time app code ran between traps (--cpu-time, getrusage).
-      const absl::Duration ran = TicksToDuration(sw->ran_ticks);
-      k.limits().AddAppTime(ran);
-      t->thread_group().app_wall_us += absl::ToInt64Microseconds(ran);
-      t->app_time += ran;
-    }
     if (!sw.ok()) {
       fprintf(stderr, "usentry: task %d: %s\n", t->tid(), sw.status().ToString().c_str());
       ExitGroup(t->thread_group(), SIGKILL);
       break;
     }
+    // App CPU time is the time app code ran between traps (--cpu-time, getrusage).
+    const absl::Duration ran = TicksToDuration(sw->ran_ticks);
+    k.limits().AddAppTime(ran);
+    t->thread_group().app_wall_us += absl::ToInt64Microseconds(ran);
+    t->app_time += ran;
     switch (sw->kind) {
       case platform::SwitchKind::kSyscall:
         stale_faults = 0;
