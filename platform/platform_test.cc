@@ -728,32 +728,51 @@ TEST_P(PlatformTest, IdleWorkRunsOnlyWhileAppCodeRuns) {
 // A Switch says how long app code ran (the sentry's CPU accounting), and while it runs,
 // any thread can read when it began; an interrupted Switch that ran nothing says 0.
 TEST_P(PlatformTest, SwitchTimesTheAppCodeItRan) {
+  // The app spins until the watcher has seen its run (a flag in the shared stack page),
+  // then counts for some milliseconds and traps: the watcher's look falls inside the run
+  // however late the host schedules either thread.
   auto g = Gen();
-  EmitSyscallLoop(g, SYS_getpid, /*busy=*/60000000);
+  Xbyak::Label wait, count;
+  g.mov(rdx, kStack);
+  g.L(wait);
+  g.pause();
+  g.cmp(g.qword[rdx], 0);
+  g.je(wait);
+  g.mov(rcx, 20000000);
+  g.L(count);
+  g.dec(rcx);
+  g.jnz(count);
+  g.mov(eax, SYS_getpid);
+  g.syscall();
   Load(g);
+  const uint64_t zero = 0;
+  ASSERT_EQ(pwrite(memfd_.get(), &zero, sizeof zero, kStackOff), sizeof zero);
   EXPECT_EQ(ctx_->running_since(), 0);
-  std::atomic<int64_t> seen_since{0}, seen_at{0};
+  int64_t seen_since = 0, seen_at = 0;
   std::thread watcher([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while ((seen_since = ctx_->running_since()) == 0 && absl::Now() < give_up) {
+      std::this_thread::yield();
+    }
     seen_at = TickNow();
-    seen_since = ctx_->running_since();
+    const uint64_t go = 1;
+    EXPECT_EQ(pwrite(memfd_.get(), &go, sizeof go, kStackOff), sizeof go);
   });
   const absl::Time before = absl::Now();
   SwitchResult r = RunApp();
   const absl::Duration wall = absl::Now() - before;
   watcher.join();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getpid));
   EXPECT_EQ(ctx_->running_since(), 0);
+  EXPECT_NE(seen_since, 0);
+  EXPECT_LE(seen_since, seen_at);
   const absl::Duration ran = TicksToDuration(r.ran_ticks);
-  // The app's loop takes milliseconds; on a busy host the wait may see the trap late
-  // (after a yield), never early.
+  // The count takes milliseconds; on a busy host the wait may see the trap late (after
+  // a yield), never early.
   EXPECT_GT(ran, absl::Milliseconds(1)) << wall;
   EXPECT_GE(ran, wall / 2) << wall;
   EXPECT_LE(ran, wall) << ran;
-  if (ran > absl::Milliseconds(4)) {  // the watcher looked while the app ran
-    EXPECT_NE(seen_since.load(), 0);
-    EXPECT_LE(seen_since.load(), seen_at.load());
-  }
 
   ctx_->Interrupt();
   r = RunApp();
