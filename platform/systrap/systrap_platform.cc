@@ -39,10 +39,14 @@ namespace {
 // handoff is a context switch through sched_yield (~6-10 us here instead of ~0.2), and
 // the scheduler may leave the pair so for the rest of a run (one python3 run of ten:
 // 355 such switches over 6 ms) while the other vCPU idles. The sign: the app's report
-// is first seen right after one of the sentry's yields, this many times in a row; then
+// is first seen right after one of the sentry's yields that gave the CPU away (one that
+// returned at once is no sign), this many times in a row; then
 // the sentry thread moves (MoveOffThisCpu). Only app resumes count (SystrapContext::Run):
 // counted over control calls too, with 4 or 8 signs, the sh fork loop got 2-6% slower.
 constexpr int kSharedCpuSigns = 8;
+// A sched_yield that lasted this long ran another thread meanwhile (alone on its CPU
+// it returns in ~0.5 us on the AMD guest; a switch to the stub and back is 3-10 us).
+constexpr absl::Duration kYieldGaveTheCpu = absl::Microseconds(2);
 // At most one move per thread in this long (each costs ~2 syscalls and a migration).
 constexpr absl::Duration kMinTimeBetweenMoves = absl::Milliseconds(2);
 // How long one FUTEX_WAIT lasts before the sentry checks that the stub is alive.
@@ -181,8 +185,12 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
       // may already be past the budget.)
       if (idle != nullptr && now >= idle_from && idle->Pending() && idle->Step()) continue;
       if (now >= deadline) break;
+      const int64_t before_yield = TickNow();
       sched_yield();  // layout.h
-      yielded = true;
+      // Only a yield that gave the CPU away says the stub may share it: alone on its CPU
+      // the call returns at once, and a trap that takes longer than the spins before the
+      // first yield (a SIGSYS on this AMD guest: ~2.3 us) is no sign.
+      yielded = TicksToDuration(TickNow() - before_yield) >= kYieldGaveTheCpu;
     }
   }
   Word(h->sentry_sleeping).store(1);  // seq_cst: ordered before the state load

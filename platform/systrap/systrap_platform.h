@@ -131,8 +131,8 @@ class StubProcess {
     IdleWork* idle = nullptr;
     // Set to TickNow() right after the hand-off (Context::running_since).
     std::atomic<int64_t>* running_since = nullptr;
-    // Out: the report was first seen right after a sched_yield of the wait, a sign that
-    // the stub thread ran on this thread's CPU meanwhile.
+    // Out: the report was first seen right after a sched_yield of the wait that gave the
+    // CPU away, a sign that the stub thread ran on this thread's CPU meanwhile.
     bool after_yield = false;
     // Out: TickNow() at the wait's last look before the one that saw the report (each
     // spin reads the clock, so that no read sits between the report and the resume), or
