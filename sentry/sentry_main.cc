@@ -429,8 +429,8 @@ int RunSentry(const SentryConfig& cfg, SentryHost host) {
     tg->tasks.push_back(task);
     k.RegisterThreadGroup(tg);
     k.RegisterTask(task);
-    k.StartTask(task);
     k.limits().Start();
+    k.StartTask(task);  // last: the task's thread takes Kernel::mu once this thread waits
     bool timed_out = WaitForInitOrTimeout(k, start, cfg.limits.timeout);
     Phase("init-exited");
     // Every other process was killed with init; let their threads finish (bounded).

@@ -29,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "base/cycle_clock_calibration.h"
 #include "base/status_macros.h"
 #include "sentry/confine/bpf_programs.h"
 #include "sentry/confine/seccomp_policy.h"
@@ -343,10 +344,12 @@ void StartCalibration() {
   if (g_calibration) return;
   auto state = std::make_shared<CalibrationState>();
   g_calibration_state = state;
+  NoteCycleClockCalibrationStarted();
   g_calibration.emplace([state] {
     state->filtered = ConfineCalibrationThread().ok();
     state->settled.Notify();
     (void)absl::base_internal::NominalCPUFrequency();
+    NoteCycleClockCalibrationDone();
   });
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/cycle_clock_calibration.h"
 #include "base/phases.h"
 #include "base/tick_clock.h"
 #include "sentry/fsimpl/procfs.h"
@@ -193,7 +194,9 @@ void RunTask(Task* t) {
   // A clone's context comes made; the others are made below (first run, and again after
   // an exec dropped a shared one).
   if (t->ctx) t->ctx->SetIdleWork(&fill_ahead);
-  k.mu.Lock();
+  // Early in a run another sentry thread may wait for Kernel::mu too; queueing behind it
+  // would wait for Abseil's clock calibration (base/cycle_clock_calibration.h).
+  LockWithoutCalibrationWait(k.mu);
   int restart = 0;
   int stale_faults = 0;  // see HandleFault
   while (true) {
@@ -233,7 +236,7 @@ void RunTask(Task* t) {
     t->in_app.store(true, std::memory_order_release);
     k.mu.Unlock();
     absl::StatusOr<platform::SwitchResult> sw = t->ctx->Switch(*as, t->raw_regs());
-    k.mu.Lock();
+    LockWithoutCalibrationWait(k.mu);
     t->in_app.store(false, std::memory_order_release);
     if (!sw.ok()) {
       fprintf(stderr, "usentry: task %d: %s\n", t->tid(), sw.status().ToString().c_str());
