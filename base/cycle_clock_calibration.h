@@ -39,8 +39,8 @@ void LockWithoutCalibrationWaitOn(Lockable& mu) {
   mu.Lock();
 }
 
-inline void LockWithoutCalibrationWait(absl::Mutex& mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+inline void LockWithoutCalibrationWait(absl::Mutex& mu)
+    ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   LockWithoutCalibrationWaitOn(mu);
 }
 
