@@ -62,7 +62,8 @@ inline constexpr uint64_t kCtxFileSize = kPatchFileOffset + kPatchSize;
 // for share one vCPU, each spinning while the other needs the CPU, a handoff otherwise
 // lasts until a spin budget runs out or the tick preempts (the 9 host mmaps that map a
 // fresh address space took 0.6-6 ms in one run of three, ~130 us each). Alone on its
-// CPU the call returns at once.
+// CPU the call returns at once. (The sentry's first yield comes later, after
+// kSentryFirstYieldAfter: spin_budget.h.)
 inline constexpr uint32_t kSpinsPerYield = 64;
 static_assert((kSpinsPerYield & (kSpinsPerYield - 1)) == 0);
 

@@ -25,6 +25,12 @@ inline constexpr absl::Duration kStubSpinBudgetBeforeHint = absl::Microseconds(1
 // The sentry waiting for app code: app code between two syscalls is often longer than
 // the sentry's work on one.
 inline constexpr absl::Duration kSentrySpinBudget = absl::Microseconds(800);
+// The sentry's first sched_yield while it waits for app code comes after this much
+// spinning (later ones every kSpinsPerYield pauses): later than a report that comes
+// through a signal, a SIGSYS trap or a fault (2.3-2.8 us on the AMD guest of 2026-12-07,
+// where the first yield after 64 pauses, ~1.8 us, came just before such a report and
+// held its handling up by the yield's ~0.55 us).
+inline constexpr absl::Duration kSentryFirstYieldAfter = absl::Microseconds(4);
 // How long app code must have run since the sentry's first yield before the sentry
 // spends its spin on idle work (Context::SetIdleWork): a step holds up the next trap's
 // handling by up to its length, and most traps come sooner (a syscall every ~40 us in

@@ -19,6 +19,8 @@ TEST(SpinBudgetTest, PauseCountsScaleWithTheBudget) {
   EXPECT_NEAR(static_cast<double>(b) / a, 4.0, 0.05);
   EXPECT_EQ(PausesFor(absl::ZeroDuration()), 1u);  // never a loop that does not run
   EXPECT_LT(PausesFor(kStubSpinBudgetBeforeHint), PausesFor(kStubSpinBudget));
+  // The sentry's first yield comes long before it would stop spinning.
+  EXPECT_LT(PausesFor(kSentryFirstYieldAfter) * 10, PausesFor(kSentrySpinBudget));
 }
 
 }  // namespace

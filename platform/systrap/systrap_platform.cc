@@ -161,7 +161,9 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
   absl::Duration idle_from = absl::ZeroDuration();
   bool yielded = false;
   int64_t last_look = 0;
-  for (int n = 0;; ++n) {
+  static const uint32_t first_yield = std::max(PausesFor(kSentryFirstYieldAfter), kSpinsPerYield);
+  uint32_t next_yield = first_yield - 1;
+  for (uint32_t n = 0;; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
       if (app != nullptr) {
         app->after_yield = yielded;  // seen on the first look after a yield
@@ -173,7 +175,8 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
     yielded = false;
     if (app != nullptr) last_look = TickNow();
     _mm_pause();
-    if ((n & (kSpinsPerYield - 1)) == kSpinsPerYield - 1) {
+    if (n == next_yield) {
+      next_yield += kSpinsPerYield;
       const absl::Duration now = MonotonicNow();
       if (deadline == absl::ZeroDuration()) {
         deadline = now + kSentrySpinBudget;
