@@ -17,7 +17,8 @@
 #   FORKS=1000       iterations of the sh fork loop
 #   TIMEOUT=900      seconds before one command (one run of a workload) is killed
 #   IDLE_ACCOUNTING=rusage   use getrusage even when a cgroup can be made (see below)
-#   USENTRY, BENCH, NET_BENCH   paths of the usentry CLI, syscall_bench and net_bench
+#   USENTRY, BENCH, NET_BENCH, HANDOFF_BENCH   paths of the usentry CLI, syscall_bench,
+#                    net_bench and handoff_bench
 # A measurement, not a test: nothing here passes or fails on timing. A runner that
 # fails leaves its cells as "-" and says why in one line on stderr.
 set -uo pipefail
@@ -27,6 +28,7 @@ build=${1:-$here/../build-bench}
 usentry=${USENTRY:-$build/cli/usentry}
 bench=${BENCH:-$build/bench/syscall_bench}
 net_bench=${NET_BENCH:-$build/bench/net_bench}
+handoff_bench=${HANDOFF_BENCH:-$build/bench/handoff_bench}
 reps=${REPS:-10}
 idle_secs=${IDLE_SECS:-10}
 forks=${FORKS:-1000}
@@ -220,10 +222,22 @@ gbench() {
 }
 
 # --- microbenchmarks: syscall_bench, in ns ---
+# host_handoff: the round trip of one cache line between two processes on the host
+# (handoff_bench's Handoff/0, run natively, ns), or nothing. A sandbox's handoffs cross
+# the same path, and on a VM whose vCPUs the host moves between cores it changes from
+# minute to minute (~70 or ~330 ns on the AMD guest of docs/benchmarks.md, session 28),
+# and with it a sandbox column's micro rows; each column gets the figure of its moment.
+host_handoff() {
+  [[ -x $handoff_bench ]] || return
+  "$handoff_bench" --benchmark_filter='^BM_Handoff/0$' --benchmark_min_time=0.05 \
+    --benchmark_format=csv 2>/dev/null | awk -F, '$1 ~ /^"?BM_Handoff\/0"?$/ { printf "%.0f", $3 }'
+}
 names=()
+declare -A handoff
 if [[ $parts == *" micro "* ]]; then
   for r in "${runners[@]}"; do
     [[ -n ${dead[$r]:-} ]] && continue
+    handoff[$r]=$(host_handoff)
     gbench "$r" "$bench_dir" "$bench" micro
     read_medians "$tmp/micro-$r.csv" "$r" "" names
   done
@@ -447,6 +461,11 @@ for n in "${names[@]}"; do
   for r in "${runners[@]}"; do v[$r]=${ns[$r,$n]:-}; done
   row "${n#BM_} ns" ratio
 done
+if ((${#names[@]} > 0)); then
+  v=()
+  for r in "${runners[@]}"; do v[$r]=${handoff[$r]:-}; done
+  row "host handoff ns" none
+fi
 # Network rows; for MB/s the ratio is the fraction of native throughput.
 for n in "${net_names[@]}"; do
   v=()
