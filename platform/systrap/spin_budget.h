@@ -26,7 +26,8 @@ inline constexpr absl::Duration kStubSpinBudgetBeforeHint = absl::Microseconds(1
 // the sentry's work on one.
 inline constexpr absl::Duration kSentrySpinBudget = absl::Microseconds(800);
 // The sentry's first sched_yield while it waits for app code comes after this much
-// spinning (later ones every kSpinsPerYield pauses): later than a report that comes
+// spinning, unless its last yield gave the CPU away (later ones every kSpinsPerYield
+// pauses; StubProcess::Wait): later than a report that comes
 // through a signal, a SIGSYS trap or a fault (2.3-2.8 us on the AMD guest of 2026-12-07,
 // where the first yield after 64 pauses, ~1.8 us, came just before such a report and
 // held its handling up by the yield's ~0.55 us).
