@@ -832,7 +832,9 @@ TEST(SystrapMoveTest, MovingOffThisCpuKeepsTheAffinity) {
     const bool moved_again = systrap::MoveOffThisCpu();
     // Too soon, as long as the 2 ms had not passed: a busy VM once took longer than that
     // between the two calls (the move itself waits for the migration).
-    if (absl::Now() - start < absl::Milliseconds(2)) EXPECT_FALSE(moved_again);
+    if (absl::Now() - start < absl::Milliseconds(2)) {
+      EXPECT_FALSE(moved_again);
+    }
   }).join();
   cpu_set_t one;
   CPU_ZERO(&one);
