@@ -1,6 +1,8 @@
 // Programs that must behave in the sandbox exactly as on the host: busybox-static shell
 // and applets, Debian's dynamically linked ls, bash, python3. Each runs natively and
 // under usentry on the same inputs; stdout and exit status must match.
+#include <sched.h>
+
 #include <string>
 #include <vector>
 
@@ -129,6 +131,39 @@ print(os.waitpid(pid, 0)[1])
 
 TEST_P(CompatTest, PosixSpawnSharesTheParentsMemory) {
   ExpectSameAsNative({"/usr/bin/python3", "-c", kSpawnScript});
+}
+
+// With one CPU for the whole sandbox (`taskset -c 0`, a container given one CPU), the
+// sentry and its stubs take turns on it: every hand-off goes through the scheduler
+// (systrap's yields and futex waits, ptrace's stops), and a sentry thread has nowhere to
+// move to. A shell forking in a loop and python3 with a thread and a child process must
+// still finish, with the output they have on the host.
+constexpr char kOneCpuScript[] = R"sh(
+i=0; while [ $i -lt 30 ]; do /bin/true; i=$((i + 1)); done; echo "forks $i"
+/usr/bin/python3 -c '
+import subprocess, threading
+sums = []
+t = threading.Thread(target=lambda: sums.append(sum(range(100000))))
+t.start(); t.join()
+child = subprocess.run(["/bin/echo", "child"], capture_output=True, text=True)
+print(sums[0], child.stdout.strip())
+'
+)sh";
+
+TEST_P(CompatTest, EverythingOnOneCpu) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  // This thread's mask, which the processes it starts inherit; restored however the
+  // test ends.
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  struct Restore {
+    cpu_set_t* mask;
+    ~Restore() { sched_setaffinity(0, sizeof(*mask), mask); }
+  } restore{&all};
+  ExpectSameAsNative({"/bin/sh", "-c", kOneCpuScript});
 }
 
 // Every syscall through the platform's slow path (systrap: a host signal each).
