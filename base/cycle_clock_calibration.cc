@@ -1,19 +1,16 @@
 // Locking around Abseil's one-time cycle-clock measurement (cycle_clock_calibration.h).
 #include "base/cycle_clock_calibration.h"
 
-#include <atomic>
-
 namespace usentry {
-namespace {
 
-std::atomic<bool> g_calibrating{false};
+std::atomic<bool> cycle_clock_internal::calibrating{false};
 
-}  // namespace
+void NoteCycleClockCalibrationStarted() {
+  cycle_clock_internal::calibrating.store(true, std::memory_order_release);
+}
 
-void NoteCycleClockCalibrationStarted() { g_calibrating.store(true, std::memory_order_release); }
-
-void NoteCycleClockCalibrationDone() { g_calibrating.store(false, std::memory_order_release); }
-
-bool CycleClockCalibrating() { return g_calibrating.load(std::memory_order_acquire); }
+void NoteCycleClockCalibrationDone() {
+  cycle_clock_internal::calibrating.store(false, std::memory_order_release);
+}
 
 }  // namespace usentry

@@ -15,6 +15,8 @@
 
 #include <sched.h>
 
+#include <atomic>
+
 #include "absl/synchronization/mutex.h"
 
 namespace usentry {
@@ -24,8 +26,15 @@ namespace usentry {
 void NoteCycleClockCalibrationStarted();
 void NoteCycleClockCalibrationDone();
 
+namespace cycle_clock_internal {
+extern std::atomic<bool> calibrating;  // set and cleared by the Note functions
+}  // namespace cycle_clock_internal
+
 // True from NoteCycleClockCalibrationStarted() until NoteCycleClockCalibrationDone().
-bool CycleClockCalibrating();
+// Inline: every task thread asks on each return from app code (one load).
+inline bool CycleClockCalibrating() {
+  return cycle_clock_internal::calibrating.load(std::memory_order_acquire);
+}
 
 // mu.Lock(), except that while the measurement runs it tries the lock between
 // sched_yields (a holder of Kernel::mu lets go within microseconds) instead of
