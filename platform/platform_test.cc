@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -375,6 +377,197 @@ TEST_P(PlatformTest, FpStateLoadsAndWritesBack) {
   EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_exit));
   EXPECT_EQ(regs_.gp.rdi, v);
 }
+
+// App code that puts a known value in every register a trap must keep (the general
+// ones but rax/rcx/r11/rsp, rflags' DF and CF, x87 st0, MXCSR, xmm0/xmm15 and, where
+// the host has AVX2, ymm1's upper half), traps through `trap`, then pushes them all onto
+// its stack (TrapKeeps reads them back) and stops with ud2.
+constexpr uint64_t kKeep[] = {0x1111111111111111, 0x2222222222222222, 0x3333333333333333,
+                              0x4444444444444444, 0x5555555555555555, 0x6666666666666666,
+                              0x7777777777777777, 0x8888888888888888, 0x9999999999999999,
+                              0xaaaaaaaaaaaaaaaa, 0xbbbbbbbbbbbbbbbb, 0xcccccccccccccccc};
+constexpr uint32_t kKeepMxcsr = 0x7f80;  // exceptions masked, round toward zero
+const bool kHostHasAvx2 = __builtin_cpu_supports("avx2");
+
+template <typename Trap>
+void KeepEverythingAcross(Xbyak::CodeGenerator& g, Trap trap) {
+  const Xbyak::Reg64 keep[] = {rbx, rdx, rsi, rdi, rbp, r8, r9, r10, r12, r13, r14, r15};
+  g.mov(dword[rsp - 8], kKeepMxcsr);
+  g.ldmxcsr(ptr[rsp - 8]);
+  g.fldpi();
+  g.mov(rax, 0x0123456789abcdef);
+  g.movq(xmm0, rax);
+  g.not_(rax);
+  g.movq(xmm15, rax);
+  if (kHostHasAvx2) g.vpcmpeqb(ymm1, ymm1, ymm1);  // all ones
+  for (size_t i = 0; i < std::size(keep); ++i) g.mov(keep[i], kKeep[i]);
+  g.std();
+  g.stc();
+  trap(g);
+  g.pushfq();
+  g.cld();
+  for (const Xbyak::Reg64& r : keep) g.push(r);
+  g.push(rax);
+  g.movq(rax, xmm0);
+  g.push(rax);
+  g.movq(rax, xmm15);
+  g.push(rax);
+  g.sub(rsp, 8);
+  g.fstp(qword[rsp]);
+  g.sub(rsp, 8);
+  g.stmxcsr(ptr[rsp]);
+  if (kHostHasAvx2) {
+    g.vextracti128(xmm2, ymm1, 1);
+    g.movq(rax, xmm2);
+    g.push(rax);
+  }
+  g.ud2();
+}
+
+class TrapKeeps : public PlatformTest {
+ protected:
+  uint64_t Pushed(int i) {  // the i-th quadword pushed by KeepEverythingAcross
+    uint64_t v = 0;
+    EXPECT_EQ(pread(memfd_.get(), &v, 8, kStackOff + kPage - 8 * (i + 1)), 8);
+    return v;
+  }
+  // After the ud2: everything kept, but r15 (`r15` now) and rax (`rax`, if given).
+  void ExpectKept(uint64_t r15, std::optional<uint64_t> rax) {
+    constexpr uint64_t kDf = 0x400, kCf = 0x1;
+    EXPECT_EQ(Pushed(0) & (kDf | kCf), kDf | kCf);
+    for (int i = 0; i < 11; ++i) EXPECT_EQ(Pushed(1 + i), kKeep[i]) << "register " << i;
+    EXPECT_EQ(Pushed(12), r15);
+    if (rax) EXPECT_EQ(Pushed(13), *rax);
+    EXPECT_EQ(Pushed(14), 0x0123456789abcdefu);
+    EXPECT_EQ(Pushed(15), ~0x0123456789abcdefu);
+    EXPECT_EQ(Pushed(16), 0x400921fb54442d18u);  // st0 = pi, stored as a double
+    EXPECT_EQ(Pushed(17) & 0xffffffff, kKeepMxcsr);
+    if (kHostHasAvx2) EXPECT_EQ(Pushed(18), ~uint64_t{0});
+  }
+};
+
+// What a trap hands back must be the app's state exactly, whichever way the platform
+// returns into the app (systrap's stub returns through the frame itself): every register
+// the sentry did not change, and those it did as it set them.
+TEST_P(TrapKeeps, AcrossASyscall) {
+  auto g = Gen();
+  KeepEverythingAcross(g, [](Xbyak::CodeGenerator& g) {
+    g.mov(eax, SYS_getppid);
+    g.syscall();
+  });
+  Load(g);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(regs_.gp.rbx, kKeep[0]);
+  EXPECT_EQ(regs_.gp.r15, kKeep[11]);
+  regs_.gp.rax = 77;
+  regs_.gp.r15 = 0x5eed;
+  SwitchResult r = RunApp();
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGILL);
+  ExpectKept(0x5eed, 77);
+}
+
+TEST_P(TrapKeeps, AcrossAFault) {
+  auto g = Gen();
+  KeepEverythingAcross(g, [](Xbyak::CodeGenerator& g) {
+    g.mov(rcx, kUnmapped);
+    g.mov(rax, g.ptr[rcx]);
+  });
+  Load(g);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kFault);
+  ASSERT_TRUE(as_->MapFile(kUnmapped, kPage, kDataOff, PROT_READ).ok());
+  const uint64_t v = 0xfeedface;
+  ASSERT_EQ(pwrite(memfd_.get(), &v, 8, kDataOff), 8);
+  SwitchResult r = RunApp();  // the load again, now mapped
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGILL);
+  ExpectKept(kKeep[11], v);
+}
+
+TEST_P(TrapKeeps, AcrossAnInterrupt) {
+  auto g = Gen();
+  KeepEverythingAcross(g, [](Xbyak::CodeGenerator& g) {
+    Xbyak::Label spin;
+    g.mov(rcx, kData);
+    g.L(spin);
+    g.cmp(qword[rcx], 0);  // until the test writes the word
+    g.je(spin);
+    g.stc();  // the test's flags again
+  });
+  Load(g);
+  ASSERT_TRUE(as_->MapFile(kData, kPage, kDataOff, PROT_READ).ok());
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ctx_->Interrupt();
+  });
+  SwitchResult r = RunApp();
+  t.join();
+  ASSERT_EQ(r.kind, SwitchKind::kInterrupted);
+  const uint64_t go = 1;
+  ASSERT_EQ(pwrite(memfd_.get(), &go, 8, kDataOff), 8);
+  r = RunApp();
+  ASSERT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGILL);
+  ExpectKept(kKeep[11], std::nullopt);
+}
+
+// Many trap-and-return cycles while interrupts land anywhere, in the stub's code too:
+// each iteration checks that its registers survived (a loss ends in ud2).
+TEST_P(TrapKeeps, ManySyscallsUnderAnInterruptStorm) {
+  constexpr int kIterations = 3000;
+  auto g = Gen();
+  Xbyak::Label loop, bad;
+  const Xbyak::Reg64 keep[] = {rdx, rsi, rdi, rbp, r8, r9, r10, r12, r13, r14, r15};
+  for (size_t i = 0; i < std::size(keep); ++i) g.mov(keep[i], kKeep[i]);
+  g.mov(rax, 0x0123456789abcdef);
+  g.movq(xmm3, rax);
+  g.mov(ebx, kIterations);
+  g.L(loop);
+  g.xor_(eax, eax);  // not a patchable site: each call traps
+  g.add(eax, SYS_getppid);
+  g.syscall();
+  for (size_t i = 0; i < std::size(keep); ++i) {
+    g.mov(rax, kKeep[i]);
+    g.cmp(keep[i], rax);
+    g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
+  }
+  g.movq(rax, xmm3);
+  g.mov(rcx, 0x0123456789abcdef);
+  g.cmp(rax, rcx);
+  g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
+  g.dec(ebx);
+  g.jnz(loop, Xbyak::CodeGenerator::T_NEAR);
+  g.int3();  // done
+  g.L(bad);
+  g.ud2();
+  Load(g);
+  std::atomic<bool> stop{false};
+  std::thread storm([&] {
+    while (!stop.load()) {
+      ctx_->Interrupt();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  int syscalls = 0;
+  SwitchResult r;
+  for (;;) {
+    r = RunApp();
+    if (r.kind == SwitchKind::kSyscall) {
+      ++syscalls;
+      regs_.gp.rax = 0;
+      continue;
+    }
+    if (r.kind != SwitchKind::kInterrupted) break;
+  }
+  stop = true;
+  storm.join();
+  EXPECT_EQ(r.kind, SwitchKind::kSignal);
+  EXPECT_EQ(r.info.si_signo, SIGTRAP) << "a register was lost (ud2)";
+  EXPECT_EQ(syscalls, kIterations);
+}
+
+INSTANTIATE_TEST_SUITE_P(Platforms, TrapKeeps, ::testing::Values("ptrace", "systrap"),
+                         [](const auto& info) { return info.param; });
 
 TEST_P(PlatformTest, StubStartsWithCleanFpState) {
   // Fresh stubs must not carry the sentry thread's vector registers.

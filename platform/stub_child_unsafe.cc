@@ -169,9 +169,9 @@ void StubChildMain(const StubChildArgs& args) {
   const uint64_t reset = args.reset_mask;
   const KernelSigaction dfl{};
   const KernelSigaction stub{.handler = args.handler,
-                             .flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer,
+                             .flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | kSaRestorer,
                              .restorer = args.restorer,
-                             .mask = args.handled_mask};
+                             .mask = 0};
   for (int sig = 1; sig <= 64; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     const uint64_t bit = uint64_t{1} << (sig - 1);

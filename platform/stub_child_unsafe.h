@@ -41,7 +41,10 @@ struct StubChildArgs {
   bool death_signal = true;
   bool drop_caps = false;  // capset to nothing (a stub that may make syscalls)
   // Signal handler in stub code for every signal in handled_mask (bit sig-1), with
-  // SA_SIGINFO|SA_ONSTACK|SA_RESTORER and all of handled_mask blocked while it runs.
+  // SA_SIGINFO|SA_ONSTACK|SA_RESTORER|SA_NODEFER and nothing more blocked while it runs:
+  // the handler runs with the interrupted code's signal mask, so that it may return
+  // without rt_sigreturn (systrap's kOpReturn), and a signal that lands in it nests
+  // (the stub code drops such interrupts; a fault there is fatal to the stub).
   // 0: every signal keeps its default action.
   uint64_t handler = 0;
   uint64_t restorer = 0;

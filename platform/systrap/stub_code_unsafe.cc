@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -334,7 +335,13 @@ class Generator : public Xbyak::CodeGenerator {
     L(handler_report);
     ReportAndWait(handler_go);
     L(handler_go);
+    Xbyak::Label not_return;
     mov(eax, dword[r12 + OFF(op)]);
+    cmp(eax, kOpReturn);
+    jne(not_return, T_NEAR);
+    SetFsIfAsked();
+    ReturnThroughFrame();
+    L(not_return);
     cmp(eax, kOpResume);
     jne(not_resume, T_NEAR);
     SetFsIfAsked();
@@ -416,6 +423,49 @@ class Generator : public Xbyak::CodeGenerator {
     ForEachFastReg([&](const Xbyak::Reg64& r, uint32_t off) {
       if (r.getIdx() != r12.getIdx()) mov(r, qword[r12 + off]);
     });
+  }
+  // r12 = slot, rsp = the handler's frame (kOpReturn): what rt_sigreturn would do for a
+  // frame whose signal mask and stack are the current ones, in user space. The frame's
+  // FPU state (the kernel's own XSAVE) is loaded back, then rflags and every register;
+  // rsp and rip come last, from the slot through %gs, since once rsp is the app's a
+  // signal that lands here (an interrupt, which the handler drops) writes its frame
+  // over this one at the top of the signal stack.
+  void ReturnThroughFrame() {
+    using namespace Xbyak::util;  // NOLINT
+    const auto greg = [](int r) {
+      return static_cast<uint32_t>(offsetof(ucontext_t, uc_mcontext.gregs) + 8 * r);
+    };
+    lea(rbx, ptr[rsp + 8]);  // the ucontext, after the frame's return address
+    mov(rsi, qword[rbx + static_cast<uint32_t>(offsetof(ucontext_t, uc_mcontext.fpregs))]);
+    if (HostHasXsave()) {
+      mov(eax, -1);
+      mov(edx, -1);
+      db(0x48);  // xrstor64 [rsi], as the kernel's own restore
+      db(0x0f);
+      db(0xae);
+      db(0x2e);
+    } else {
+      db(0x48);  // fxrstor64 [rsi]
+      db(0x0f);
+      db(0xae);
+      db(0x0e);
+    }
+    mov(rax, qword[rbx + greg(REG_RSP)]);
+    mov(qword[r12 + OFF(return_rsp)], rax);
+    mov(rax, qword[rbx + greg(REG_RIP)]);
+    mov(qword[r12 + OFF(return_rip)], rax);
+    push(qword[rbx + greg(REG_EFL)]);
+    popfq();
+    const std::pair<Xbyak::Reg64, int> regs[] = {
+        {r8, REG_R8},   {r9, REG_R9},   {r10, REG_R10}, {r11, REG_R11}, {r12, REG_R12},
+        {r13, REG_R13}, {r14, REG_R14}, {r15, REG_R15}, {rdi, REG_RDI}, {rsi, REG_RSI},
+        {rbp, REG_RBP}, {rdx, REG_RDX}, {rax, REG_RAX}, {rcx, REG_RCX}, {rbx, REG_RBX}};
+    for (const auto& [reg, index] : regs) mov(reg, qword[rbx + greg(index)]);  // rbx last
+    // mov rsp, gs:[return_rsp]; jmp gs:[return_rip] (hand-encoded, as the fast entry's).
+    for (uint8_t b : {0x65, 0x48, 0x8b, 0x24, 0x25}) db(b);
+    dd(OFF(return_rsp));
+    for (uint8_t b : {0x65, 0xff, 0x24, 0x25}) db(b);
+    dd(OFF(return_rip));
   }
   // r12 = slot: arch_prctl(ARCH_SET_FS, fs_base) if the sentry asked for it.
   void SetFsIfAsked() {

@@ -17,8 +17,12 @@
 //    result in rax, kOpSlow re-creates the app's state and traps with int3 so that the
 //    sentry gets a full signal frame (signal delivery, FPU access, any register change).
 //  * handler (SIGSYS, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGCHLD): records where
-//    the frame is, reports the trap, waits (spin, then futex) for an op; kOpResume sets
-//    fs base if asked and rt_sigreturns into the (possibly rewritten) frame.
+//    the frame is, reports the trap, waits (spin, then futex) for an op; kOpReturn sets
+//    fs base if asked and loads the (possibly rewritten) frame's FPU state and registers
+//    itself, then jumps to its rip; kOpResume rt_sigreturns into the frame instead (for
+//    FPU state the sentry wrote, which only the kernel may check). The handler runs with
+//    the app's signal mask (SA_NODEFER, nothing added), so an interrupt can land in it:
+//    one whose rip is in this code is dropped at once.
 #ifndef USENTRY_PLATFORM_SYSTRAP_STUB_CODE_UNSAFE_H_
 #define USENTRY_PLATFORM_SYSTRAP_STUB_CODE_UNSAFE_H_
 

@@ -58,6 +58,7 @@ constexpr int kInterruptTicksBeforeKill = 40;
 constexpr uint64_t kPfWrite = 1 << 1;
 constexpr uint64_t kPfInstr = 1 << 4;
 constexpr uint64_t kTrapPageFault = 14;
+constexpr uint64_t kEflagsTf = 0x100;
 // XSAVE frame layout: software bytes in the legacy area, magic values.
 constexpr size_t kFxswOffset = 464;
 constexpr size_t kXsaveHeaderOffset = 512;
@@ -1047,6 +1048,10 @@ absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers&
     CompleteRegisters(regs);  // the frame gets them all
     if (fast_) RETURN_IF_ERROR(ConvertToFrame());
     RETURN_IF_ERROR(WriteFrame(regs));
+    // The stub returns through the frame itself unless the kernel must check it: FPU
+    // state we wrote (XRSTOR would fault on a bad one where rt_sigreturn sanitizes), or
+    // a trap flag (it would trap in the stub's own return code).
+    if (!regs.fp_dirty && (regs.gp.eflags & kEflagsTf) == 0) op = kOpReturn;
     regs.fp_dirty = false;
   }
   if (h->fs_base != regs.gp.fs_base) h->fs_base = regs.gp.fs_base;  // line 1: see Run
