@@ -566,6 +566,19 @@ TEST_P(TrapKeeps, ManySyscallsUnderAnInterruptStorm) {
   EXPECT_EQ(syscalls, kIterations);
 }
 
+// A rip the sentry sets that the CPU cannot jump to is the app's fault, as natively.
+TEST_P(TrapKeeps, ANonCanonicalRipIsTheAppsFault) {
+  auto g = Gen();
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  Load(g);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  regs_.gp.rip = 0x8000000000001000;
+  absl::StatusOr<SwitchResult> r = ctx_->Switch(*as_, regs_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.si_signo, SIGSEGV);
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, TrapKeeps, ::testing::Values("ptrace", "systrap"),
                          [](const auto& info) { return info.param; });
 

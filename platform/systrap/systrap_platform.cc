@@ -59,6 +59,7 @@ constexpr uint64_t kPfWrite = 1 << 1;
 constexpr uint64_t kPfInstr = 1 << 4;
 constexpr uint64_t kTrapPageFault = 14;
 constexpr uint64_t kEflagsTf = 0x100;
+constexpr uint64_t kCanonicalTop = uint64_t{1} << 47;  // lowest non-canonical user address
 // XSAVE frame layout: software bytes in the legacy area, magic values.
 constexpr size_t kFxswOffset = 464;
 constexpr size_t kXsaveHeaderOffset = 512;
@@ -1049,9 +1050,13 @@ absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers&
     if (fast_) RETURN_IF_ERROR(ConvertToFrame());
     RETURN_IF_ERROR(WriteFrame(regs));
     // The stub returns through the frame itself unless the kernel must check it: FPU
-    // state we wrote (XRSTOR would fault on a bad one where rt_sigreturn sanitizes), or
-    // a trap flag (it would trap in the stub's own return code).
-    if (!regs.fp_dirty && (regs.gp.eflags & kEflagsTf) == 0) op = kOpReturn;
+    // state we wrote (XRSTOR would fault on a bad one where rt_sigreturn sanitizes), a
+    // trap flag (it would trap in the stub's own return code), or a non-canonical rip
+    // (the stub's jump would fault on itself, in stub code, where the kernel's return
+    // faults in the app).
+    if (!regs.fp_dirty && (regs.gp.eflags & kEflagsTf) == 0 && regs.gp.rip < kCanonicalTop) {
+      op = kOpReturn;
+    }
     regs.fp_dirty = false;
   }
   if (h->fs_base != regs.gp.fs_base) h->fs_base = regs.gp.fs_base;  // line 1: see Run
