@@ -1133,6 +1133,166 @@ TEST_P(PlatformTest, PatchedSiteKeepsSemantics) {
   EXPECT_EQ(regs_.gp.rdi, 100u + 101 + 102 + 103 + 104);
 }
 
+// With more than one thread in the process, a site is patched only while every other
+// thread waits in the sentry's hands (a running one could execute it half-written).
+TEST_P(PlatformTest, PatchesWhileTheOtherThreadsWaitAndNotWhileOneRuns) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label spin, site_label;
+  g.xor_(eax, eax);  // a first trap at a site that is never patched
+  g.add(eax, SYS_getppid);
+  g.syscall();
+  const size_t site = g.getSize();
+  g.L(site_label);
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  g.jmp(site_label);
+  const size_t spin_at = g.getSize();
+  g.L(spin);
+  g.jmp(spin);  // the other thread runs app code here
+  Load(g);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  absl::StatusOr<std::unique_ptr<Context>> other = platform_->NewThreadContext(*as_, *ctx_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  Registers other_regs = regs_;
+  other_regs.gp.rip = kCode + spin_at;
+  std::atomic<bool> other_done{false};
+  std::thread t([&] {
+    absl::StatusOr<SwitchResult> r = (*other)->Switch(*as_, other_regs);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) EXPECT_EQ(r->kind, SwitchKind::kInterrupted);
+    other_done = true;
+  });
+  // Give the other thread time to be in app code; a trap now leaves the site alone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_FALSE(other_done.load());
+  for (int i = 0; i < 3; ++i) {
+    regs_.gp.rax = 0;
+    ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  }
+  EXPECT_EQ(MemByte(kCodeOff + site), 0xb8) << "patched while another thread ran app code";
+  (*other)->Interrupt();
+  t.join();
+  // Now the other thread waits in the sentry's hands: the next trap patches the site.
+  regs_.gp.rax = 0;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  EXPECT_EQ(MemByte(kCodeOff + site), 0xff);
+  EXPECT_EQ(MemByte(kCodeOff + site + 1), 0x24);
+  regs_.gp.rax = 0;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);  // through the trampoline
+  EXPECT_EQ(regs_.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
+  other->reset();
+}
+
+// A thread that trapped at a `syscall; cmp` site before another thread patched it goes
+// on after the cmp, whose bytes are now inside the jump, through the trampoline's cmp.
+TEST_P(PlatformTest, AThreadThatTrappedAtACmpSiteGoesOnAfterItIsPatched) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  Xbyak::Label spin;
+  g.xor_(eax, eax);  // a first trap at a site that is never patched
+  g.add(eax, SYS_getppid);
+  g.syscall();
+  g.L(spin);
+  g.jmp(spin);
+  for (int i = 0; i < 16; ++i) g.nop();
+  const size_t site = g.getSize();
+  g.syscall();
+  g.cmp(rax, -4095);
+  g.mov(rdi, rax);
+  g.int3();
+  Load(g);
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  absl::StatusOr<std::unique_ptr<Context>> other = platform_->NewThreadContext(*as_, *ctx_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  Registers other_regs = regs_;
+  other_regs.gp.rip = kCode + site;
+  other_regs.gp.rax = SYS_getppid;
+  // While this thread spins in app code, the other traps at the site, which stays as
+  // it is; the other thread stays in the sentry's hands.
+  std::thread t([&] { EXPECT_EQ(RunApp().kind, SwitchKind::kInterrupted); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  absl::StatusOr<SwitchResult> r = (*other)->Switch(*as_, other_regs);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kind, SwitchKind::kSyscall);
+  EXPECT_EQ(MemByte(kCodeOff + site), 0x0f);
+  ctx_->Interrupt();
+  t.join();
+  // This thread traps there too, now with the other one parked: the site is patched.
+  regs_.gp.rip = kCode + site;
+  regs_.gp.rax = SYS_getppid;
+  ASSERT_EQ(RunApp().kind, SwitchKind::kSyscall);
+  ASSERT_EQ(MemByte(kCodeOff + site), 0xff);
+  regs_.gp.rax = 5;
+  SwitchResult mine = RunApp();
+  ASSERT_EQ(mine.kind, SwitchKind::kSignal);
+  EXPECT_EQ(mine.info.si_signo, SIGTRAP);
+  EXPECT_EQ(regs_.gp.rdi, 5u);
+  // The other thread resumes where it trapped, which is inside the jump now.
+  other_regs.gp.rax = 7;
+  r = (*other)->Switch(*as_, other_regs);
+  ASSERT_TRUE(r.ok()) << r.status();
+  (*other)->CompleteRegisters(other_regs);
+  EXPECT_EQ(r->kind, SwitchKind::kSignal);
+  EXPECT_EQ(r->info.si_signo, SIGTRAP);
+  EXPECT_EQ(other_regs.gp.rdi, 7u);
+  other->reset();
+}
+
+// Two threads calling through the same site, each checking its registers after every
+// call, while the site gets patched under them.
+TEST_P(PlatformTest, TwoThreadsKeepCallingThroughASiteAsItIsPatched) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  constexpr int kCalls = 2000;
+  auto g = Gen();
+  Xbyak::Label loop, bad;
+  g.mov(r13, 0x1313131313131313);
+  g.mov(ebx, kCalls);
+  g.L(loop);
+  const size_t site = g.getSize();
+  g.mov(eax, SYS_getppid);
+  g.syscall();
+  g.cmp(rax, 42);  // the sentry's answer
+  g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
+  g.mov(rax, 0x1313131313131313);
+  g.cmp(r13, rax);
+  g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
+  g.dec(ebx);
+  g.jnz(loop, Xbyak::CodeGenerator::T_NEAR);
+  g.int3();  // done
+  g.L(bad);
+  g.ud2();
+  Load(g);
+  ASSERT_TRUE(as_->MapFile(kStack - kPage, kPage, kDataOff, PROT_READ | PROT_WRITE).ok());
+  absl::StatusOr<std::unique_ptr<Context>> other = platform_->NewThreadContext(*as_, *ctx_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto run = [&](Context& ctx, Registers& regs, int* calls) {
+    for (;;) {
+      absl::StatusOr<SwitchResult> r = ctx.Switch(*as_, regs);
+      if (!r.ok()) return SwitchResult{};
+      if (r->kind == SwitchKind::kSyscall) {
+        ++*calls;
+        regs.gp.rax = 42;
+        continue;
+      }
+      if (r->kind != SwitchKind::kInterrupted) return *r;
+    }
+  };
+  Registers other_regs = regs_;
+  other_regs.gp.rsp = kStack;
+  int mine_calls = 0, other_calls = 0;
+  SwitchResult other_result;
+  std::thread t([&] { other_result = run(**other, other_regs, &other_calls); });
+  SwitchResult mine = run(*ctx_, regs_, &mine_calls);
+  t.join();
+  EXPECT_EQ(mine.info.si_signo, SIGTRAP) << "a call lost its state (ud2) or crashed";
+  EXPECT_EQ(other_result.info.si_signo, SIGTRAP) << "a call lost its state (ud2) or crashed";
+  EXPECT_EQ(mine_calls, kCalls);
+  EXPECT_EQ(other_calls, kCalls);
+  EXPECT_EQ(MemByte(kCodeOff + site), 0xff) << "never patched";
+  other->reset();
+}
+
 // A patched call reports only its number and arguments (Registers::gp_partial); the
 // app's other registers come back intact when the sentry never loads them, and are
 // right when it does.

@@ -424,13 +424,6 @@ absl::StatusOr<int> StubProcess::StartThread() {
   return i;
 }
 
-int StubProcess::threads() {
-  std::lock_guard<std::mutex> lock(mu_);
-  int n = 0;
-  for (bool u : used_) n += u ? 1 : 0;
-  return n;
-}
-
 void StubProcess::EraseMappings(uint64_t lo, uint64_t hi) {
   auto it = maps_.upper_bound(lo);
   if (it != maps_.begin()) --it;
@@ -513,6 +506,10 @@ bool StubProcess::PagesShared(uint64_t addr, uint64_t len) {
 
 std::optional<uint64_t> StubProcess::Translate(uint64_t addr, uint64_t len, int prot) {
   std::lock_guard<std::mutex> lock(maps_mu_);
+  return TranslateLocked(addr, len, prot);
+}
+
+std::optional<uint64_t> StubProcess::TranslateLocked(uint64_t addr, uint64_t len, int prot) {
   auto it = maps_.upper_bound(addr);
   if (it == maps_.begin()) return std::nullopt;
   --it;
@@ -534,11 +531,30 @@ constexpr uint8_t kJmpAbs[3] = {0xff, 0x24, 0x25};
 constexpr size_t kSiteSize = 7;
 }  // namespace
 
-uint64_t StubProcess::MaybePatch(uint64_t rip, int nr, uint64_t* host_code) {
-  if (!platform_->syscall_patching() || rip < kSiteSize || nr < 0) return rip;
-  // Never while another thread of this process could be executing the site (the bytes
-  // are not written atomically); nor rt_sigreturn, which always needs a frame.
-  if (nr == SYS_rt_sigreturn || threads() != 1) return rip;
+bool StubProcess::LendOtherSlots(int self, std::vector<int>& lent) {
+  for (int k = 1; k < kMaxSlots; ++k) {
+    if (k == self || !used_[k]) continue;
+    uint8_t parked = kSlotParked;
+    // Acquire: the thread's last switch is done with the slot (Park releases it).
+    if (!parked_[k].compare_exchange_strong(parked, kSlotLent, std::memory_order_acquire)) {
+      ReturnSlots(lent);
+      return false;
+    }
+    lent.push_back(k);
+  }
+  return true;
+}
+
+void StubProcess::ReturnSlots(std::vector<int>& lent) {
+  for (int k : lent) parked_[k].store(kSlotParked, std::memory_order_release);
+  lent.clear();
+}
+
+uint64_t StubProcess::MaybePatch(int self, uint64_t rip, int nr, uint64_t* host_code) {
+  // Never rt_sigreturn, which always needs a frame.
+  if (!platform_->syscall_patching() || rip < kSiteSize || nr < 0 || nr == SYS_rt_sigreturn) {
+    return rip;
+  }
   {
     std::lock_guard<std::mutex> lock(maps_mu_);
     if (not_patchable_.count(rip)) return rip;
@@ -561,10 +577,30 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr, uint64_t* host_code) {
       return rip;
     }
   }
+  // The 7-8 bytes are not written atomically, and the site is two instructions: a
+  // thread of this process running app code could execute them half-written, or stand
+  // between the mov and the syscall. So the site is patched only while every other
+  // thread waits in the sentry's hands, their slots lent to this patch so that none
+  // goes back to app code until it is written (Unpark waits for mu_). They come back
+  // through the sentry, whose RestartTarget moves a resume inside a patched site to its
+  // start. A thread that runs app code now defers the patch to a later trap of the site.
+  // mu_ also keeps out control ops; maps_mu_, held to the write, mapping changes (which
+  // record themselves before they take effect and before the pages are freed).
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> lent;
+  if (!LendOtherSlots(self, lent)) return rip;
+  std::lock_guard<std::mutex> maps_lock(maps_mu_);
+  const uint64_t out = PatchLocked(rip, nr);
+  ReturnSlots(lent);
+  return out;
+}
+
+uint64_t StubProcess::PatchLocked(uint64_t rip, int nr) {
+  if (PagesShared(rip - kSiteSize, 13)) return rip;
   // Bytes [rip-7, rip+6): the mov form ends at rip, the cmp form starts at rip-2.
   uint8_t code[13];
-  const std::optional<uint64_t> off = Translate(rip - kSiteSize, sizeof(code), PROT_EXEC);
-  const std::optional<uint64_t> off_short = Translate(rip - kSiteSize, kSiteSize, PROT_EXEC);
+  const std::optional<uint64_t> off = TranslateLocked(rip - kSiteSize, sizeof(code), PROT_EXEC);
+  const std::optional<uint64_t> off_short = TranslateLocked(rip - kSiteSize, kSiteSize, PROT_EXEC);
   size_t have = 0;
   if (off && pread(platform_->memory_fd(), code, sizeof(code), static_cast<off_t>(*off)) ==
                  static_cast<ssize_t>(sizeof(code))) {
@@ -597,7 +633,6 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr, uint64_t* host_code) {
     patch_len = 8;
   }
   if (slot == 0) {
-    std::lock_guard<std::mutex> lock(maps_mu_);
     if (not_patchable_.size() < 65536) not_patchable_.insert(rip);
     return rip;
   }
@@ -614,18 +649,36 @@ uint64_t StubProcess::MaybePatch(uint64_t rip, int nr, uint64_t* host_code) {
   return patch_len == kSiteSize ? rip : platform_->CmpTail(slot);
 }
 
+bool StubProcess::PatchedHere(uint64_t site, int slot) {
+  const std::optional<uint64_t> off = Translate(site, kSiteSize, PROT_EXEC);
+  uint8_t code[kSiteSize];
+  if (!off ||
+      pread(platform_->memory_fd(), code, kSiteSize, static_cast<off_t>(*off)) !=
+          static_cast<ssize_t>(kSiteSize) ||
+      std::memcmp(code, kJmpAbs, 3) != 0) {
+    return false;
+  }
+  uint32_t target;
+  std::memcpy(&target, code + 3, 4);
+  return slot == 0 || target == kPatchBase + 8 * static_cast<uint64_t>(slot);
+}
+
 uint64_t StubProcess::RestartTarget(uint64_t rip) {
   if (const uint64_t entry = platform_->CmpRestartTarget(rip); entry != 0) return entry;
+  // The cmp form's `cmp` (after its syscall) is inside the jump now: a thread that
+  // trapped at the site before it was patched (another thread, or a signal frame's saved
+  // rip) goes on at the trampoline's cmp instead.
+  constexpr uint64_t kCmpOffset = 2;
+  if (rip >= kCmpOffset) {
+    if (const int slot = platform_->CmpSiteSlot(rip - kCmpOffset);
+        slot != 0 && PatchedHere(rip - kCmpOffset, slot)) {
+      return platform_->CmpTail(slot);
+    }
+  }
   constexpr uint64_t kSyscallOffset = 5;  // the `syscall` within the 7-byte site
   if (rip < kSyscallOffset || !platform_->HasPatchedSite(rip - kSyscallOffset)) return rip;
   const uint64_t site = rip - kSyscallOffset;
-  const std::optional<uint64_t> off = Translate(site, kSiteSize, PROT_EXEC);
-  uint8_t code[3];
-  if (!off || pread(platform_->memory_fd(), code, 3, static_cast<off_t>(*off)) != 3 ||
-      std::memcmp(code, kJmpAbs, 3) != 0) {
-    return rip;  // not patched in this address space
-  }
-  return site;
+  return PatchedHere(site, 0) ? site : rip;  // else not patched in this address space
 }
 
 void StubProcess::ReleaseThread(int i) {
@@ -971,7 +1024,7 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
       result.kind = SwitchKind::kSyscall;
       g.orig_rax = static_cast<uint64_t>(static_cast<int64_t>(info.si_syscall));
       g.rax = static_cast<uint64_t>(-ENOSYS);
-      g.rip = stub_->MaybePatch(g.rip, info.si_syscall, &result.unpatchable_host_code);
+      g.rip = stub_->MaybePatch(slot_, g.rip, info.si_syscall, &result.unpatchable_host_code);
       return result;
     }
     result.kind = SwitchKind::kSignal;
@@ -1343,6 +1396,7 @@ int SystrapPlatform::PatchSlotCmp(uint64_t site, int32_t cmp_imm) {
   if (NewTrampoline(a.b, a.n) == 0) return 0;
   patch_slots_[key] = slot;
   cmp_slots_.insert(slot);
+  cmp_sites_[site] = slot;
   return slot;
 }
 
@@ -1361,6 +1415,12 @@ uint64_t SystrapPlatform::CmpRestartTarget(uint64_t rip) {
 bool SystrapPlatform::HasPatchedSite(uint64_t site) {
   std::lock_guard<std::mutex> lock(patch_mu_);
   return patched_sites_.count(site) != 0;
+}
+
+int SystrapPlatform::CmpSiteSlot(uint64_t site) {
+  std::lock_guard<std::mutex> lock(patch_mu_);
+  auto it = cmp_sites_.find(site);
+  return it == cmp_sites_.end() ? 0 : it->second;
 }
 
 void SystrapPlatform::FreeSlice(int slice) {

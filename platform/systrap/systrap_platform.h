@@ -99,7 +99,6 @@ class StubProcess {
   absl::StatusOr<int> StartThread();
   // Tells the app thread in `slot` to exit and frees the slot (no wait).
   void ReleaseThread(int slot);
-  int threads();  // app threads started and not released
   // An app thread waiting for its Context's next Switch may run ControlSyscall ops.
   void Park(int slot);
   void Unpark(int slot);  // waits for an op running on it
@@ -117,10 +116,14 @@ class StubProcess {
   // of the patchable forms (layout.h), rewrite it into a jump to its trampoline.
   // Returns where this call must return to (rip, or the cmp form's trampoline tail).
   // Code in a host-file mapping cannot be patched: sets *host_code to rip instead.
-  uint64_t MaybePatch(uint64_t rip, int nr, uint64_t* host_code);
+  // `self` is the calling thread's slot: the others must all be parked (see the body).
+  uint64_t MaybePatch(int self, uint64_t rip, int nr, uint64_t* host_code);
   // If `rip` is where the `syscall` of a patched site used to be (a restart: rip was
   // stepped back by 2), the site's start, which does the same; else rip.
   uint64_t RestartTarget(uint64_t rip);
+  // Whether `site` holds a patched jump in this address space (to slot `slot`'s
+  // trampoline, unless 0).
+  bool PatchedHere(uint64_t site, int slot);
 
   // What a wait for app code (SystrapContext::Run) takes and tells beyond a control op's.
   struct AppWait {
@@ -198,6 +201,14 @@ class StubProcess {
   void EraseMappings(uint64_t lo, uint64_t hi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
   // Whether any page of [addr, addr+len) is shared with another address space.
   bool PagesShared(uint64_t addr, uint64_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
+  std::optional<uint64_t> TranslateLocked(uint64_t addr, uint64_t len, int prot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
+  // MaybePatch's rewrite, with every other app thread parked and lent.
+  uint64_t PatchLocked(uint64_t rip, int nr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(maps_mu_);
+  // Lends every other app slot in use (parked -> lent) into `lent`; false, with none
+  // lent, if one of them runs app code. ReturnSlots parks them again.
+  bool LendOtherSlots(int self, std::vector<int>& lent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReturnSlots(std::vector<int>& lent);
   // Applies `change` to the mappings of [addr, addr+len), split at its ends.
   void UpdateMappings(uint64_t addr, uint64_t len, const std::function<void(Mapping&)>& change);
   std::mutex maps_mu_;
@@ -343,6 +354,8 @@ class SystrapPlatform final : public Platform {
   uint64_t CmpTail(int slot);  // where a cmp-form trampoline's syscall returns
   // Whether some address space has a patched site at `site`.
   bool HasPatchedSite(uint64_t site);
+  // The trampoline slot of a cmp-form site patched in some address space, or 0.
+  int CmpSiteSlot(uint64_t site);
 
  private:
   SystrapPlatform(MemoryFileInfo memory_file, PlatformOptions options, StubCode code)
@@ -396,6 +409,7 @@ class SystrapPlatform final : public Platform {
   std::unordered_set<int> cmp_slots_ ABSL_GUARDED_BY(patch_mu_);
   int NewTrampoline(const uint8_t* code, size_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(patch_mu_);
   std::unordered_set<uint64_t> patched_sites_ ABSL_GUARDED_BY(patch_mu_);
+  std::unordered_map<uint64_t, int> cmp_sites_ ABSL_GUARDED_BY(patch_mu_);  // site -> slot
   int next_patch_slot_ ABSL_GUARDED_BY(patch_mu_) = 1;  // 0 is the fast entry
 };
 
