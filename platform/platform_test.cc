@@ -511,21 +511,24 @@ TEST_P(TrapKeeps, AcrossAnInterrupt) {
   ExpectKept(kKeep[11], std::nullopt);
 }
 
-// Many trap-and-return cycles while interrupts land anywhere, in the stub's code too:
-// each iteration checks that its registers survived (a loss ends in ud2).
-TEST_P(TrapKeeps, ManySyscallsUnderAnInterruptStorm) {
-  constexpr int kIterations = 3000;
-  auto g = Gen();
+// What the sentry answers each call of EmitCheckedCalls with.
+constexpr uint64_t kAnswer = 42;
+
+// App code that puts kKeep values in registers (and xmm3), then `calls` times makes the
+// call `site` emits and checks the answer (kAnswer) and those registers: int3 when done,
+// ud2 at the first loss.
+template <typename Site>
+void EmitCheckedCalls(Xbyak::CodeGenerator& g, int calls, Site site) {
   Xbyak::Label loop, bad;
   const Xbyak::Reg64 keep[] = {rdx, rsi, rdi, rbp, r8, r9, r10, r12, r13, r14, r15};
   for (size_t i = 0; i < std::size(keep); ++i) g.mov(keep[i], kKeep[i]);
   g.mov(rax, 0x0123456789abcdef);
   g.movq(xmm3, rax);
-  g.mov(ebx, kIterations);
+  g.mov(ebx, calls);
   g.L(loop);
-  g.xor_(eax, eax);  // not a patchable site: each call traps
-  g.add(eax, SYS_getppid);
-  g.syscall();
+  site(g);
+  g.cmp(rax, kAnswer);
+  g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
   for (size_t i = 0; i < std::size(keep); ++i) {
     g.mov(rax, kKeep[i]);
     g.cmp(keep[i], rax);
@@ -537,9 +540,39 @@ TEST_P(TrapKeeps, ManySyscallsUnderAnInterruptStorm) {
   g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
   g.dec(ebx);
   g.jnz(loop, Xbyak::CodeGenerator::T_NEAR);
-  g.int3();  // done
+  g.int3();
   g.L(bad);
   g.ud2();
+}
+
+// Switches `ctx` until app code stops for anything but a syscall (answered with
+// kAnswer, counted in *calls) or an interrupt.
+SwitchResult RunAnsweringCalls(Context& ctx, AddressSpace& as, Registers& regs, int* calls) {
+  for (;;) {
+    absl::StatusOr<SwitchResult> r = ctx.Switch(as, regs);
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status();
+      return SwitchResult{};
+    }
+    if (r->kind == SwitchKind::kSyscall) {
+      ++*calls;
+      regs.gp.rax = kAnswer;
+    } else if (r->kind != SwitchKind::kInterrupted) {
+      return *r;
+    }
+  }
+}
+
+// Many trap-and-return cycles while interrupts land anywhere, in the stub's code too:
+// each iteration checks that its registers survived (a loss ends in ud2).
+TEST_P(TrapKeeps, ManySyscallsUnderAnInterruptStorm) {
+  constexpr int kIterations = 3000;
+  auto g = Gen();
+  EmitCheckedCalls(g, kIterations, [](Xbyak::CodeGenerator& g) {
+    g.xor_(eax, eax);  // not a patchable site: each call traps
+    g.add(eax, SYS_getppid);
+    g.syscall();
+  });
   Load(g);
   std::atomic<bool> stop{false};
   std::thread storm([&] {
@@ -549,16 +582,7 @@ TEST_P(TrapKeeps, ManySyscallsUnderAnInterruptStorm) {
     }
   });
   int syscalls = 0;
-  SwitchResult r;
-  for (;;) {
-    r = RunApp();
-    if (r.kind == SwitchKind::kSyscall) {
-      ++syscalls;
-      regs_.gp.rax = 0;
-      continue;
-    }
-    if (r.kind != SwitchKind::kInterrupted) break;
-  }
+  SwitchResult r = RunAnsweringCalls(*ctx_, *as_, regs_, &syscalls);
   stop = true;
   storm.join();
   EXPECT_EQ(r.kind, SwitchKind::kSignal);
@@ -1245,45 +1269,20 @@ TEST_P(PlatformTest, TwoThreadsKeepCallingThroughASiteAsItIsPatched) {
   if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
   constexpr int kCalls = 2000;
   auto g = Gen();
-  Xbyak::Label loop, bad;
-  g.mov(r13, 0x1313131313131313);
-  g.mov(ebx, kCalls);
-  g.L(loop);
-  const size_t site = g.getSize();
-  g.mov(eax, SYS_getppid);
-  g.syscall();
-  g.cmp(rax, 42);  // the sentry's answer
-  g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
-  g.mov(rax, 0x1313131313131313);
-  g.cmp(r13, rax);
-  g.jne(bad, Xbyak::CodeGenerator::T_NEAR);
-  g.dec(ebx);
-  g.jnz(loop, Xbyak::CodeGenerator::T_NEAR);
-  g.int3();  // done
-  g.L(bad);
-  g.ud2();
+  size_t site = 0;
+  EmitCheckedCalls(g, kCalls, [&](Xbyak::CodeGenerator& g) {
+    site = g.getSize();
+    g.mov(eax, SYS_getppid);
+    g.syscall();
+  });
   Load(g);
-  ASSERT_TRUE(as_->MapFile(kStack - kPage, kPage, kDataOff, PROT_READ | PROT_WRITE).ok());
   absl::StatusOr<std::unique_ptr<Context>> other = platform_->NewThreadContext(*as_, *ctx_);
   ASSERT_TRUE(other.ok()) << other.status();
-  auto run = [&](Context& ctx, Registers& regs, int* calls) {
-    for (;;) {
-      absl::StatusOr<SwitchResult> r = ctx.Switch(*as_, regs);
-      if (!r.ok()) return SwitchResult{};
-      if (r->kind == SwitchKind::kSyscall) {
-        ++*calls;
-        regs.gp.rax = 42;
-        continue;
-      }
-      if (r->kind != SwitchKind::kInterrupted) return *r;
-    }
-  };
   Registers other_regs = regs_;
-  other_regs.gp.rsp = kStack;
   int mine_calls = 0, other_calls = 0;
   SwitchResult other_result;
-  std::thread t([&] { other_result = run(**other, other_regs, &other_calls); });
-  SwitchResult mine = run(*ctx_, regs_, &mine_calls);
+  std::thread t([&] { other_result = RunAnsweringCalls(**other, *as_, other_regs, &other_calls); });
+  SwitchResult mine = RunAnsweringCalls(*ctx_, *as_, regs_, &mine_calls);
   t.join();
   EXPECT_EQ(mine.info.si_signo, SIGTRAP) << "a call lost its state (ud2) or crashed";
   EXPECT_EQ(other_result.info.si_signo, SIGTRAP) << "a call lost its state (ud2) or crashed";
