@@ -67,11 +67,12 @@ struct SwitchResult {
   bool fault_write = false;
   bool fault_exec = false;
   siginfo_t info{};  // for kFault and kSignal: the host siginfo of the app's fault
-  // systrap, kSyscall: the call came from code mapped with MapHostFile, which the
-  // platform cannot patch (it rewrites memory-file pages), often enough that patching
-  // it pays; once the sentry gives this address memory-file pages (fills its chunk),
-  // the site's next call is patched. 0 if not.
-  uint64_t unpatchable_host_code = 0;
+  // systrap, kSyscall: the call came from code whose pages the platform may not rewrite
+  // (a MapHostFile mapping, or memory-file pages shared with another address space
+  // since a fork, SetPagesShared), often enough that patching it pays; once the sentry
+  // gives this address memory-file pages of its own (FillForPatching), the site's next
+  // call is patched. 0 if not.
+  uint64_t unpatchable_site = 0;
   // How long app code ran in this Switch, in TickNow() ticks (base/tick_clock.h): the
   // app's CPU accounting. Timed where the platform waits anyway (systrap: right after its
   // hand-off, and while it spins for the trap), not on the path from a trap to the next

@@ -754,8 +754,8 @@ TEST_P(PlatformTest, SyscallFromHostFileCodeIsReportedUnpatchable) {
     r = RunApp();
     ASSERT_EQ(r.kind, SwitchKind::kSyscall);
     ++traps;
-  } while (r.unpatchable_host_code == 0 && traps < 100);
-  EXPECT_EQ(r.unpatchable_host_code, kCode + 7);
+  } while (r.unpatchable_site == 0 && traps < 100);
+  EXPECT_EQ(r.unpatchable_site, kCode + 7);
   EXPECT_GT(traps, 2);
   EXPECT_LT(traps, 100);
   // The same code in memory-file pages is not reported (and is patched).
@@ -764,7 +764,39 @@ TEST_P(PlatformTest, SyscallFromHostFileCodeIsReportedUnpatchable) {
   ASSERT_TRUE(as_->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
   r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
-  EXPECT_EQ(r.unpatchable_host_code, 0u);
+  EXPECT_EQ(r.unpatchable_site, 0u);
+}
+
+// Code in pages shared with another address space (copy-on-write since a fork) cannot be
+// rewritten either: a site there that keeps trapping is reported, and once the pages are
+// this address space's alone it is patched.
+TEST_P(PlatformTest, SyscallFromSharedPagesIsReportedUnpatchable) {
+  if (GetParam() != "systrap") GTEST_SKIP() << "syscall patching is systrap's";
+  auto g = Gen();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  g.mov(eax, SYS_getpid);
+  g.syscall();
+  Load(g);
+  as_->SetPagesShared(kCode, kPage, true);
+  int traps = 0;
+  SwitchResult r;
+  do {
+    regs_.gp.rip = kCode;
+    r = RunApp();
+    ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+    ++traps;
+  } while (r.unpatchable_site == 0 && traps < 100);
+  EXPECT_EQ(r.unpatchable_site, kCode + 7);
+  EXPECT_GT(traps, 2);
+  EXPECT_LT(traps, 100);
+  EXPECT_EQ(MemByte(kCodeOff), 0xb8);  // not patched meanwhile
+  as_->SetPagesShared(kCode, kPage, false);
+  regs_.gp.rip = kCode;
+  r = RunApp();
+  ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+  EXPECT_EQ(r.unpatchable_site, 0u);
+  EXPECT_EQ(MemByte(kCodeOff), 0xff);
 }
 
 TEST_P(PlatformTest, StubRunsUnderSeccompWithNoNewPrivs) {

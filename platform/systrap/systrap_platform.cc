@@ -521,12 +521,13 @@ std::optional<uint64_t> StubProcess::TranslateLocked(uint64_t addr, uint64_t len
 namespace {
 // `mov $imm32, %eax; syscall` and `jmp *abs32` (the patched form).
 constexpr uint8_t kMovEax = 0xb8;
-// A site in host-file code is patched at its this-many-th trap, not its first: patching
-// there first copies the site's page(s) into the memory file and remaps them, which
-// several trapped calls (2.5-4.5 us each, against ~0.45 us patched) pay for. Most of a
-// short program's sites (ld.so's, libc's start-up calls) trap once or twice.
-constexpr uint32_t kHostCodeTrapsBeforeFill = 16;
-constexpr size_t kMaxCountedHostSites = 65536;
+// A site in host-file code, or in copy-on-write pages shared since a fork, is patched at
+// its this-many-th trap, not its first: patching there first copies the site's page(s)
+// or chunk into pages of this process's own and remaps them, which several trapped calls
+// (2-4.5 us each, against ~0.2-0.45 us patched) pay for. Most of a short program's sites
+// (ld.so's, libc's start-up calls) trap once or twice.
+constexpr uint32_t kTrapsBeforeOwnPages = 16;
+constexpr size_t kMaxCountedSites = 65536;
 constexpr uint8_t kJmpAbs[3] = {0xff, 0x24, 0x25};
 constexpr size_t kSiteSize = 7;
 }  // namespace
@@ -550,7 +551,7 @@ void StubProcess::ReturnSlots(std::vector<int>& lent) {
   lent.clear();
 }
 
-uint64_t StubProcess::MaybePatch(int self, uint64_t rip, int nr, uint64_t* host_code) {
+uint64_t StubProcess::MaybePatch(int self, uint64_t rip, int nr, uint64_t* unpatchable) {
   // Never rt_sigreturn, which always needs a frame.
   if (!platform_->syscall_patching() || rip < kSiteSize || nr < 0 || nr == SYS_rt_sigreturn) {
     return rip;
@@ -558,22 +559,24 @@ uint64_t StubProcess::MaybePatch(int self, uint64_t rip, int nr, uint64_t* host_
   {
     std::lock_guard<std::mutex> lock(maps_mu_);
     if (not_patchable_.count(rip)) return rip;
-    // Nor in code another process may be running (copy-on-write after fork); not
-    // remembered as unpatchable: once this process has the pages alone it may patch.
-    if (PagesShared(rip - kSiteSize, 13)) return rip;
-    // Nor in the host's pages of a file (MapHostFile); the sentry may make them ours.
+    // Nor in pages that are not this process's alone to rewrite: code another process
+    // may be running (copy-on-write pages since a fork), or the host's pages of a file
+    // (MapHostFile). The sentry can give the site's pages to this process alone (a copy
+    // of its chunk): worth it for a site that keeps trapping.
     auto it = maps_.upper_bound(rip - 1);
-    if (it != maps_.begin() && std::prev(it)->second.host_file &&
-        std::prev(it)->second.end >= rip) {
+    const bool host_file =
+        it != maps_.begin() && std::prev(it)->second.host_file && std::prev(it)->second.end >= rip;
+    if (host_file || PagesShared(rip - kSiteSize, 13)) {
       // Past the bound, sites are reported at their first trap.
-      auto count = host_code_traps_.find(rip);
-      if (count == host_code_traps_.end() && host_code_traps_.size() < kMaxCountedHostSites) {
-        count = host_code_traps_.emplace(rip, 0).first;
+      auto count = unpatchable_traps_.find(rip);
+      if (count == unpatchable_traps_.end() && unpatchable_traps_.size() < kMaxCountedSites) {
+        count = unpatchable_traps_.emplace(rip, 0).first;
       }
-      if (count != host_code_traps_.end() && ++count->second < kHostCodeTrapsBeforeFill) {
+      if (count != unpatchable_traps_.end() && ++count->second < kTrapsBeforeOwnPages) {
         return rip;
       }
-      *host_code = rip;
+      if (count != unpatchable_traps_.end()) count->second = 0;  // again if still shared
+      *unpatchable = rip;
       return rip;
     }
   }
@@ -1024,7 +1027,7 @@ absl::StatusOr<SwitchResult> SystrapContext::ReadFrame(Registers& regs) {
       result.kind = SwitchKind::kSyscall;
       g.orig_rax = static_cast<uint64_t>(static_cast<int64_t>(info.si_syscall));
       g.rax = static_cast<uint64_t>(-ENOSYS);
-      g.rip = stub_->MaybePatch(slot_, g.rip, info.si_syscall, &result.unpatchable_host_code);
+      g.rip = stub_->MaybePatch(slot_, g.rip, info.si_syscall, &result.unpatchable_site);
       return result;
     }
     result.kind = SwitchKind::kSignal;

@@ -115,9 +115,11 @@ class StubProcess {
   // After a trapped syscall `nr` whose instruction ended at `rip`: if the site is one
   // of the patchable forms (layout.h), rewrite it into a jump to its trampoline.
   // Returns where this call must return to (rip, or the cmp form's trampoline tail).
-  // Code in a host-file mapping cannot be patched: sets *host_code to rip instead.
+  // Code in pages this process may not rewrite (a host-file mapping, copy-on-write
+  // pages shared with another process) cannot be patched: after enough traps there,
+  // sets *unpatchable to rip instead (SwitchResult::unpatchable_site).
   // `self` is the calling thread's slot: the others must all be parked (see the body).
-  uint64_t MaybePatch(int self, uint64_t rip, int nr, uint64_t* host_code);
+  uint64_t MaybePatch(int self, uint64_t rip, int nr, uint64_t* unpatchable);
   // If `rip` is where the `syscall` of a patched site used to be (a restart: rip was
   // stepped back by 2), the site's start, which does the same; else rip.
   uint64_t RestartTarget(uint64_t rip);
@@ -214,8 +216,9 @@ class StubProcess {
   std::mutex maps_mu_;
   std::map<uint64_t, Mapping> maps_ ABSL_GUARDED_BY(maps_mu_);  // by start address
   std::unordered_set<uint64_t> not_patchable_ ABSL_GUARDED_BY(maps_mu_);
-  // Traps so far at each syscall site in host-file code (MaybePatch).
-  std::unordered_map<uint64_t, uint32_t> host_code_traps_ ABSL_GUARDED_BY(maps_mu_);
+  // Traps so far at each syscall site in pages this process may not rewrite
+  // (MaybePatch).
+  std::unordered_map<uint64_t, uint32_t> unpatchable_traps_ ABSL_GUARDED_BY(maps_mu_);
   bool dead_ = false;
   int wait_status_ = 0;
   UniqueFd sock_;  // the sentry's end of the stub's socketpair (Connected)

@@ -251,7 +251,7 @@ void RunTask(Task* t) {
     switch (sw->kind) {
       case platform::SwitchKind::kSyscall:
         stale_faults = 0;
-        if (sw->unpatchable_host_code != 0) mm.FillForPatching(sw->unpatchable_host_code);
+        if (sw->unpatchable_site != 0) mm.FillForPatching(sw->unpatchable_site);
         restart = HandleSyscall(*t);
         break;
       case platform::SwitchKind::kFault:

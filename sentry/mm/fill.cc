@@ -111,9 +111,11 @@ bool MemoryManager::FillAhead() {
 }
 
 void MemoryManager::FillForPatching(uint64_t addr) const {
-  // Only the pages the patch reads and writes, the site's bytes [addr-7, addr+6): the
-  // rest of the chunk stays the host's. Each filled page replaces a host page-cache
-  // mapping, and on a shadow-paged VM zapping a populated page costs ~3-6 us.
+  // Host-file pages: only the pages the patch reads and writes, the site's bytes
+  // [addr-7, addr+6), are filled; the rest of the chunk stays the host's. Each filled
+  // page replaces a host page-cache mapping, and on a shadow-paged VM zapping a
+  // populated page costs ~3-6 us. Copy-on-write pages (shared since a fork): the
+  // site's chunk is copied, as a write there would.
   const uint64_t lo = GuestAddr(addr - 7).PageDown().value();
   const uint64_t hi = GuestAddr(addr + 6).PageUp().value();
   for (uint64_t a = lo; a < hi;) {
@@ -123,7 +125,11 @@ void MemoryManager::FillForPatching(uint64_t addr) const {
       continue;
     }
     const uint64_t stop = std::min(v->end, hi);
-    if (v->lazy_fill && v->host_file) (void)FillSpan(a, stop);
+    if (v->lazy_fill && v->host_file) {
+      (void)FillSpan(a, stop);
+    } else if (v->cow) {
+      (void)BreakCowAt(a);
+    }
     a = stop;
   }
 }

@@ -230,8 +230,10 @@ class MemoryManager {
   bool FillAhead();
   // Whether FillAhead may find work: a hint, read without the kernel lock.
   bool fill_ahead_pending() const { return fill_ahead_pending_.load(std::memory_order_relaxed); }
-  // The platform could not patch a syscall site at `addr` because its pages are the
-  // host's (Vma::host_file): fill the site's pages, so that the next call is patched.
+  // The platform could not patch a syscall site at `addr` because its pages are not
+  // this address space's alone to rewrite: the host's (Vma::host_file), whose pages
+  // it fills, or copy-on-write pages shared since a fork (Vma::cow), whose chunk it
+  // copies. The next call there is patched.
   void FillForPatching(uint64_t addr) const;
   // After a child's address space went away (wait reaped it): read-only cow VMAs that
   // no other address space maps any more stop being cow. That needs no host call (their

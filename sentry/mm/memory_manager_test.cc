@@ -601,6 +601,31 @@ TEST_F(CowTest, ForkSharesPagesAndTheFirstWriteCopiesOneChunk) {
   ExpectNoSharedWritablePages({mm_.get(), child.get()});
 }
 
+// systrap cannot patch a syscall site in code pages shared with another address space
+// since a fork: FillForPatching gives this one a copy of the site's chunk, executable as
+// before, and leaves the other's pages and the rest of the code shared.
+TEST_F(CowTest, PatchingCopiesTheSitesChunkOfSharedCode) {
+  FakeAddressSpace* pas = Activate(*mm_);
+  GuestAddr a = Map(4 * kChunk, PROT_READ | PROT_WRITE | PROT_EXEC);
+  for (uint64_t c = 0; c < 4; c++) Put(*mm_, a + c * kChunk + 10, static_cast<uint8_t>(c + 1));
+  ASSERT_TRUE(mm_->MProtect(a, 4 * kChunk, PROT_READ | PROT_EXEC).ok());
+  std::unique_ptr<MemoryManager> child = mm_->Fork();
+  FakeAddressSpace* cas = Activate(*child);
+  const GuestAddr site = a + 2 * kChunk + 100;
+  ASSERT_TRUE(pas->pages[site.PageDown().value()].shared);
+  mm_->FillForPatching(site.value());
+  const auto& mine = pas->pages[site.PageDown().value()];
+  EXPECT_FALSE(mine.shared);
+  EXPECT_EQ(mine.prot, PROT_READ | PROT_EXEC);
+  EXPECT_NE(mine.offset, cas->pages[site.PageDown().value()].offset);
+  EXPECT_TRUE(cas->pages[site.PageDown().value()].shared);
+  EXPECT_TRUE(pas->pages[(a + kChunk).value()].shared);  // the other chunks: still shared
+  EXPECT_EQ(mm_->cow_copied_bytes(), kChunk);
+  EXPECT_EQ(Byte(*mm_, a + 2 * kChunk + 10), 3);  // the copy holds the code
+  EXPECT_EQ(Byte(*child, a + 2 * kChunk + 10), 3);
+  ExpectNoSharedWritablePages({mm_.get(), child.get()});
+}
+
 TEST_F(CowTest, WriteFaultsAreResolvedOthersAreNot) {
   Activate(*mm_);
   GuestAddr rw = Map(kChunk);
