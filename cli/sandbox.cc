@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "base/phases.h"
 #include "base/prefault.h"
+#include "base/sched_slice.h"
 #include "base/status_macros.h"
 
 namespace usentry::cli {
@@ -504,6 +505,8 @@ absl::StatusOr<SandboxResult> RunSandbox(const SandboxOptions& options, const Go
     kill_helpers();
     return ErrnoStatus(absl::StrCat("mmap(sentry stack, ", kSentryStackSize, ")"));
   }
+  // Before the sentry and the helpers exist: they, the zygote and every stub inherit it.
+  (void)RequestShortSchedulerSlice();
   bool root_to_nobody = geteuid() == 0;
   SentryChildArgs args{&sentry_main,       &options.sentry_early,  sentry_end.get(),
                        sync_read.get(),    sync_write.get(),       0,

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/mono_clock.h"
+#include "base/tick_clock.h"
 
 namespace usentry::platform::systrap {
 namespace {
@@ -30,6 +31,20 @@ double MeasurePauseNanos() {
 double PauseNanos() {
   static const double ns = MeasurePauseNanos();
   return ns;
+}
+
+uint64_t YieldLostASliceTicks() {
+  static const uint64_t ticks = [] {
+    double ticks_per_ns = 3.0;  // a guess where the host's clock is not the counter
+    if (tick_internal::kUseTsc) {
+      const double ns = absl::ToDoubleNanoseconds(TicksToDuration(1'000'000));
+      if (ns > 0) ticks_per_ns = 1e6 / ns;
+    }
+    // Below 2^31: the generated code compares with a sign-extended 32-bit immediate.
+    return static_cast<uint64_t>(
+        std::clamp(absl::ToDoubleNanoseconds(kYieldLostASlice) * ticks_per_ns, 1.0, 2e9));
+  }();
+  return ticks;
 }
 
 uint32_t PausesFor(absl::Duration d) {

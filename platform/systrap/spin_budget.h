@@ -38,6 +38,17 @@ inline constexpr absl::Duration kSentryFirstYieldAfter = absl::Microseconds(4);
 // python3's start), so only a stretch of app code already this long gets steps.
 inline constexpr absl::Duration kIdleWorkAfter = absl::Microseconds(20);
 
+// A sched_yield that kept a side off its CPU this long gave it to another thread for a
+// time slice (alone on its CPU the call returns in ~0.5 us; a partner sharing the CPU
+// hands it back within its handling, microseconds). Then the machine has more runnable
+// threads than CPUs, and every further yield may cost a slice too (milliseconds: with a
+// CPU-bound process on each vCPU, python3 -c pass took 1.6 s instead of ~25 ms): the side
+// stops spinning and sleeps in FUTEX_WAIT, where the other side's FUTEX_WAKE gets it
+// scheduled again as soon as it is wanted.
+inline constexpr absl::Duration kYieldLostASlice = absl::Microseconds(50);
+// The same in time-stamp-counter ticks, for the stub's generated code (at least 1).
+uint64_t YieldLostASliceTicks();
+
 // Nanoseconds one `pause` takes on this CPU, measured once per process (a few
 // microseconds, the fastest of a few short runs) and cached.
 double PauseNanos();

@@ -61,7 +61,8 @@ class Generator : public Xbyak::CodeGenerator {
         ctx_base_(ctx_base),
         vdso_(vdso),
         spins_(PausesFor(kStubSpinBudget)),
-        spins_before_hint_(std::min(spins_, PausesFor(kStubSpinBudgetBeforeHint))) {}
+        spins_before_hint_(std::min(spins_, PausesFor(kStubSpinBudgetBeforeHint))),
+        long_yield_ticks_(YieldLostASliceTicks()) {}
 
   StubCode Generate() {
     using namespace Xbyak::util;  // NOLINT: register names
@@ -533,11 +534,23 @@ class Generator : public Xbyak::CodeGenerator {
     Xbyak::Label no_yield;
     test(ecx, kSpinsPerYield - 1);  // layout.h
     jnz(no_yield, T_NEAR);
-    // The syscall clobbers rcx; r9 is free here on every path (the control loop sets it
-    // before use, the app paths restore it from the frame or the fast-entry save).
+    // The syscall clobbers rcx; r8, r9, rax and rdx are free here on every path (the
+    // control loop sets them before use, the app paths restore them from the frame or
+    // the fast-entry save). A yield that lost the CPU for a slice means more runnable
+    // threads than CPUs: sleep rather than spin and yield on (spin_budget.h).
     mov(r9d, ecx);
+    rdtsc();
+    shl(rdx, 32);
+    or_(rax, rdx);
+    mov(r8, rax);
     Syscall(SYS_sched_yield);
+    rdtsc();
+    shl(rdx, 32);
+    or_(rax, rdx);
+    sub(rax, r8);
     mov(ecx, r9d);
+    cmp(rax, static_cast<uint32_t>(long_yield_ticks_));
+    ja(sleep, T_NEAR);
     L(no_yield);
     dec(ecx);
     jnz(spin, T_NEAR);
@@ -577,6 +590,8 @@ class Generator : public Xbyak::CodeGenerator {
   // "about to block" hint (spin_budget.h).
   const uint32_t spins_;
   const uint32_t spins_before_hint_;
+  // A sched_yield longer than this many counter ticks lost the CPU for a slice.
+  const uint64_t long_yield_ticks_;
 };
 
 #undef OFF

@@ -206,8 +206,10 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
       // Only a yield that gave the CPU away says the stub may share it: alone on its CPU
       // the call returns at once, and a trap that takes longer than the spins before the
       // first yield (a SIGSYS on this AMD guest: ~2.3 us) is no sign.
-      yielded = TicksToDuration(TickNow() - before_yield) >= kYieldGaveTheCpu;
+      const absl::Duration took = TicksToDuration(TickNow() - before_yield);
+      yielded = took >= kYieldGaveTheCpu;
       last_yield_gave_the_cpu = yielded;
+      if (took >= kYieldLostASlice) break;  // more threads than CPUs: sleep (spin_budget.h)
     }
   }
   Word(h->sentry_sleeping).store(1);  // seq_cst: ordered before the state load
