@@ -10,6 +10,7 @@
 #include <linux/auxvec.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
+#include <linux/sched/types.h>
 #include <linux/shm.h>
 #include <linux/signalfd.h>
 #include <linux/stat.h>
@@ -164,6 +165,11 @@ SAME_OFFSET(Termios, line, struct termios, c_line);
 SAME_OFFSET(Termios, cc, struct termios, c_cc);
 static_assert(kNccs == NCCS);
 static_assert(sizeof(Winsize) == sizeof(struct winsize));
+
+static_assert(sizeof(SchedAttr) == sizeof(struct sched_attr));
+static_assert(kSchedAttrSizeVer0 == SCHED_ATTR_SIZE_VER0);
+SAME_OFFSET(SchedAttr, sched_runtime, struct sched_attr, sched_runtime);
+SAME_OFFSET(SchedAttr, sched_util_max, struct sched_attr, sched_util_max);
 
 static_assert(sizeof(CloneArgs) == sizeof(struct clone_args));
 static_assert(kCloneArgsSizeVer2 == CLONE_ARGS_SIZE_VER2);

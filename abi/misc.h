@@ -1,5 +1,5 @@
 // Smaller Linux x86-64 ABI structs and constants: time, resource usage, sysinfo,
-// uname, rlimit, poll, times, terminal ioctls, clone3, robust futex list, auxv keys
+// uname, rlimit, poll, times, terminal ioctls, sched_attr, clone3, robust futex list, auxv keys
 // and futex operations. Constants use kName: the C names are macros in glibc headers.
 #ifndef USENTRY_ABI_MISC_H_
 #define USENTRY_ABI_MISC_H_
@@ -204,6 +204,22 @@ inline constexpr uint32_t kTiocgptn = 0x80045430;
 inline constexpr uint32_t kTiocsptlck = 0x40045431;
 inline constexpr uint32_t kFioclex = 0x5451;
 inline constexpr uint32_t kFionclex = 0x5450;
+
+// ---- sched_setattr -----------------------------------------------------------------
+
+// struct sched_attr, SCHED_ATTR_SIZE_VER1 (glibc before 2.41 does not declare it). For a
+// SCHED_OTHER task, sched_runtime is its requested slice (Linux 6.12).
+struct SchedAttr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+  uint32_t sched_util_min, sched_util_max;
+};
+static_assert(sizeof(SchedAttr) == 56);
+inline constexpr uint32_t kSchedAttrSizeVer0 = 48;
 
 // ---- clone3 ------------------------------------------------------------------------
 

@@ -8,22 +8,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "abi/misc.h"
+
 namespace usentry {
 namespace {
 
-// struct sched_attr (include/uapi/linux/sched/types.h); glibc 2.36 has no wrapper.
-struct SchedAttr {
-  uint32_t size;
-  uint32_t sched_policy;
-  uint64_t sched_flags;
-  int32_t sched_nice;
-  uint32_t sched_priority;
-  uint64_t sched_runtime;
-  uint64_t sched_deadline;
-  uint64_t sched_period;
-  uint32_t sched_util_min;
-  uint32_t sched_util_max;
-};
+using abi::SchedAttr;
 
 bool GetAttr(SchedAttr* attr) {
   std::memset(attr, 0, sizeof(*attr));

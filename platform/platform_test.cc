@@ -59,6 +59,22 @@ class PlatformTest : public ::testing::TestWithParam<std::string>, public TestMa
  protected:
   void SetUp() override { Start(GetParam()); }
   pid_t StubPid() { return StubPidOf(*as_); }
+  // Runs the syscall site at kCode (`mov; syscall`) again and again: the platform
+  // reports it as unpatchable (SwitchResult::unpatchable_site) after a few traps, not at
+  // the first.
+  void ExpectReportedUnpatchableAfterSomeTraps() {
+    int traps = 0;
+    SwitchResult r;
+    do {
+      regs_.gp.rip = kCode;
+      r = RunApp();
+      ASSERT_EQ(r.kind, SwitchKind::kSyscall);
+      ++traps;
+    } while (r.unpatchable_site == 0 && traps < 100);
+    EXPECT_EQ(r.unpatchable_site, kCode + 7);
+    EXPECT_GT(traps, 2);
+    EXPECT_LT(traps, 100);
+  }
 };
 
 TEST(NewPlatformTest, UnknownNameIsInvalidArgument) {
@@ -747,22 +763,12 @@ TEST_P(PlatformTest, SyscallFromHostFileCodeIsReportedUnpatchable) {
   ASSERT_TRUE(as_->MapHostFile(kCode, kPage, file, 0, PROT_READ | PROT_EXEC).ok());
   // A site that traps once or twice is not worth 64 KiB of copying: it is reported
   // only after it kept trapping.
-  int traps = 0;
-  SwitchResult r;
-  do {
-    regs_.gp.rip = kCode;
-    r = RunApp();
-    ASSERT_EQ(r.kind, SwitchKind::kSyscall);
-    ++traps;
-  } while (r.unpatchable_site == 0 && traps < 100);
-  EXPECT_EQ(r.unpatchable_site, kCode + 7);
-  EXPECT_GT(traps, 2);
-  EXPECT_LT(traps, 100);
+  ExpectReportedUnpatchableAfterSomeTraps();
   // The same code in memory-file pages is not reported (and is patched).
   ASSERT_EQ(pwrite(memfd_.get(), g.getCode(), g.getSize(), kCodeOff),
             static_cast<ssize_t>(g.getSize()));
   ASSERT_TRUE(as_->MapFile(kCode, kPage, kCodeOff, PROT_READ | PROT_EXEC).ok());
-  r = RunApp();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(r.unpatchable_site, 0u);
 }
@@ -779,21 +785,11 @@ TEST_P(PlatformTest, SyscallFromSharedPagesIsReportedUnpatchable) {
   g.syscall();
   Load(g);
   as_->SetPagesShared(kCode, kPage, true);
-  int traps = 0;
-  SwitchResult r;
-  do {
-    regs_.gp.rip = kCode;
-    r = RunApp();
-    ASSERT_EQ(r.kind, SwitchKind::kSyscall);
-    ++traps;
-  } while (r.unpatchable_site == 0 && traps < 100);
-  EXPECT_EQ(r.unpatchable_site, kCode + 7);
-  EXPECT_GT(traps, 2);
-  EXPECT_LT(traps, 100);
+  ExpectReportedUnpatchableAfterSomeTraps();
   EXPECT_EQ(MemByte(kCodeOff), 0xb8);  // not patched meanwhile
   as_->SetPagesShared(kCode, kPage, false);
   regs_.gp.rip = kCode;
-  r = RunApp();
+  SwitchResult r = RunApp();
   ASSERT_EQ(r.kind, SwitchKind::kSyscall);
   EXPECT_EQ(r.unpatchable_site, 0u);
   EXPECT_EQ(MemByte(kCodeOff), 0xff);

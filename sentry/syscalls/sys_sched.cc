@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "abi/misc.h"
 #include "absl/functional/function_ref.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
@@ -266,18 +267,8 @@ SyscallResult SysSchedGetPriorityMin(Task&, const SyscallArgs& a) {
 
 namespace {
 
-// struct sched_attr, SCHED_ATTR_SIZE_VER1 (glibc before 2.41 does not declare it).
-struct SchedAttr {
-  uint32_t size;
-  uint32_t sched_policy;
-  uint64_t sched_flags;
-  int32_t sched_nice;
-  uint32_t sched_priority;
-  uint64_t sched_runtime, sched_deadline, sched_period;
-  uint32_t sched_util_min, sched_util_max;
-};
-static_assert(sizeof(SchedAttr) == 56);
-constexpr uint32_t kSchedAttrSizeVer0 = 48;
+using abi::kSchedAttrSizeVer0;
+using abi::SchedAttr;
 constexpr uint64_t kFlagResetOnFork = 0x01, kFlagKeepPolicy = 0x08, kFlagKeepParams = 0x10,
                    kFlagUtilClamp = 0x20 | 0x40, kFlagsAll = 0x7f;
 
