@@ -4,7 +4,10 @@
 #include <cpuid.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+
+#include "abi/signal.h"
 
 namespace usentry::platform {
 namespace {
@@ -14,6 +17,7 @@ constexpr size_t kLegacyAndHeader = 512 + 64;
 // Components 0 and 1 live in the legacy region; CPUID describes 2 and up.
 constexpr int kFirstExtended = 2;
 constexpr int kLastComponent = 63;
+constexpr uint64_t kXfeaturePkru = uint64_t{1} << 9;
 
 }  // namespace
 
@@ -58,6 +62,27 @@ uint32_t HostMxcsrMask() {
     return m != 0 ? m : 0xffbf;  // Intel SDM: a zero mask means the default
   }();
   return mask;
+}
+
+void ResetToInitialFpState(uint8_t* img, size_t size) {
+  // The legacy area up to its reserved bytes: the x87 and SSE registers and their control
+  // and status words.
+  abi::FxsaveArea legacy;
+  memcpy(&legacy, img, sizeof(legacy));
+  const uint32_t mxcsr_mask = legacy.mxcsr_mask;
+  memset(&legacy, 0, offsetof(abi::FxsaveArea, reserved2));
+  legacy.cwd = abi::kFpuCwdDefault;
+  legacy.mxcsr = abi::kMxcsrDefault;
+  legacy.mxcsr_mask = mxcsr_mask;
+  memcpy(img, &legacy, sizeof(legacy));
+  if (size < kLegacyAndHeader) return;
+  // XSTATE_BV: x87 and SSE given by the legacy area (an XRSTOR, or ptrace's SETREGSET,
+  // takes MXCSR from it only so), every other component but PKRU in its initial
+  // configuration, which XRSTOR sets for a clear bit whatever the image holds.
+  uint64_t xstate_bv;
+  memcpy(&xstate_bv, img + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
+  xstate_bv = (xstate_bv & kXfeaturePkru) | abi::kXfeatureFp | abi::kXfeatureSse;
+  memcpy(img + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
 }
 
 }  // namespace usentry::platform

@@ -38,6 +38,14 @@ const SignalFrameXsave& HostSignalFrameXsave();
 // set bit outside it makes FXRSTOR and XRSTOR fault.
 uint32_t HostMxcsrMask();
 
+// Turns `img`, a standard-format XSAVE image of `size` bytes (or a 512-byte FXSAVE one),
+// into the state Linux gives a signal handler, and a thread whose rt_sigreturn frame has
+// no FP state (fpu__clear_user_states): x87 and SSE at their reset values (control word
+// 0x37f, MXCSR 0x1f80, registers zero), AVX and the later components initial. PKRU is
+// kept, as protection keys are not emulated. MXCSR_MASK and the software bytes of the
+// legacy area stay, since the platforms write the image back into a frame holding them.
+void ResetToInitialFpState(uint8_t* img, size_t size);
+
 }  // namespace usentry::platform
 
 #endif  // USENTRY_PLATFORM_XSAVE_LAYOUT_H_

@@ -40,6 +40,41 @@ TEST(XsaveLayoutTest, SizeEndsAtTheLastEnabledComponent) {
   EXPECT_EQ(SignalFrameXsaveOf(0x207, spr).size, 2696u);  // + PKRU, past the AVX-512 gap
 }
 
+TEST(XsaveLayoutTest, InitialFpStateKeepsPkruMxcsrMaskAndSoftwareBytes) {
+  uint8_t img[2696];
+  std::memset(img, 0xa5, sizeof(img));
+  const uint64_t bv = 0x2e7;  // x87, SSE, AVX, AVX-512 and PKRU in use
+  std::memcpy(img + 512, &bv, 8);
+  ResetToInitialFpState(img, sizeof(img));
+  uint16_t cwd, swd;
+  uint32_t mxcsr, mxcsr_mask, sw_magic;
+  uint64_t xmm0, new_bv;
+  std::memcpy(&cwd, img, 2);
+  std::memcpy(&swd, img + 2, 2);
+  std::memcpy(&mxcsr, img + 24, 4);
+  std::memcpy(&mxcsr_mask, img + 28, 4);
+  std::memcpy(&xmm0, img + 160, 8);
+  std::memcpy(&sw_magic, img + 464, 4);
+  std::memcpy(&new_bv, img + 512, 8);
+  EXPECT_EQ(cwd, 0x37f);
+  EXPECT_EQ(swd, 0);
+  EXPECT_EQ(mxcsr, 0x1f80u);
+  EXPECT_EQ(mxcsr_mask, 0xa5a5a5a5u);
+  EXPECT_EQ(xmm0, 0u);
+  EXPECT_EQ(sw_magic, 0xa5a5a5a5u);
+  EXPECT_EQ(new_bv, 0x203u);  // AVX and AVX-512 to their initial state by XRSTOR
+}
+
+TEST(XsaveLayoutTest, InitialFpStateOfAnFxsaveImageLeavesWhatFollowsAlone) {
+  uint8_t img[600];
+  std::memset(img, 0xa5, sizeof(img));
+  ResetToInitialFpState(img, 512);
+  uint32_t mxcsr;
+  std::memcpy(&mxcsr, img + 24, 4);
+  EXPECT_EQ(mxcsr, 0x1f80u);
+  EXPECT_EQ(img[512], 0xa5);
+}
+
 uint32_t g_frame_magic1;
 uint32_t g_frame_xstate_size;
 

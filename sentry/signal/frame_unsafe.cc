@@ -99,6 +99,10 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
   memcpy(fpbuf + kSwReservedOffset, &sw, sizeof(sw));
   memcpy(fpbuf + fp_size, &kFpXstateMagic2, sizeof(uint32_t));
   RETURN_IF_ERRNO(mm.CopyOut(mm::GuestAddr(fpstate), fpbuf, fp_size + 4));
+  // The handler itself starts from the initial FPU state, as on Linux: a handler compiled
+  // for the default rounding and exception masks must not inherit the app's.
+  platform::ResetToInitialFpState(regs.fp, fp_size);
+  regs.fp_dirty = true;
 
   sp -= sizeof(RtSigframe);
   sp = (sp & ~uint64_t{15}) - 8;  // as after a `call`: (rsp + 8) % 16 == 0
@@ -158,11 +162,16 @@ SysStatus SignalReturn(Task& t) {
     return Errno{EFAULT};
   }
 
-  if (sc.fpstate != 0) {
-    if (!regs.fp_valid) {
-      platform::AddressSpace* as = mm.address_space();
-      if (!as || !t.ctx || !t.ctx->LoadFpState(*as, regs).ok()) return Errno{EFAULT};
-    }
+  if (!regs.fp_valid) {
+    platform::AddressSpace* as = mm.address_space();
+    if (!as || !t.ctx || !t.ctx->LoadFpState(*as, regs).ok()) return Errno{EFAULT};
+  }
+  if (sc.fpstate == 0) {
+    // A frame without FP state leaves the thread with the initial one (Linux's
+    // restore_sigcontext), not with whatever the handler left.
+    platform::ResetToInitialFpState(regs.fp, regs.fp_size);
+    regs.fp_dirty = true;
+  } else {
     FpxSwBytes sw;
     RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate + kSwReservedOffset), &sw, sizeof(sw)));
     // A frame whose XSAVE size differs from the host's restores only the legacy area.

@@ -120,6 +120,89 @@ TEST(SigframeTest, MisalignedFpStateIsSigsegv) {
   })));
 }
 
+// The FPU state a handler starts with and what a frame without one restores: Linux gives
+// both the initial state (x87 control word 0x37f, MXCSR 0x1f80, vector registers zero),
+// not the interrupted code's. The interrupted code here runs with round-toward-zero,
+// 53-bit x87 precision and xmm15 (and ymm15's upper half, with AVX) set.
+struct FpState {
+  uint32_t mxcsr;
+  uint16_t fcw;
+  uint64_t xmm15, ymm15_high;
+};
+FpState g_handler_fp;
+bool g_clear_frame_fp;
+constexpr uint32_t kRoundTowardZero = 0x6000;
+constexpr uint16_t kDoublePrecisionCw = 0x27f;
+constexpr uint64_t kXmmMagic = 0x0123456789abcdef;
+
+FpState ReadFp() {
+  FpState s{};
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(s.mxcsr), "=m"(s.fcw));
+  asm volatile("movq %%xmm15, %0" : "=r"(s.xmm15));
+  if (__builtin_cpu_supports("avx")) {
+    asm volatile("vextractf128 $1, %%ymm15, %%xmm14\n\tmovq %%xmm14, %0"
+                 : "=r"(s.ymm15_high)
+                 :
+                 : "xmm14");
+  }
+  return s;
+}
+
+void RecordFp(int, siginfo_t*, void* ctx) {
+  g_handler_fp = ReadFp();
+  if (g_clear_frame_fp) static_cast<ucontext_t*>(ctx)->uc_mcontext.fpregs = nullptr;
+}
+
+// Sets the interrupted code's state, raises SIGUSR1 with a `syscall` of its own (a libc
+// call could use the vector registers), and returns the state after the handler.
+FpState RaiseWithChangedFp(bool clear_frame_fp) {
+  struct sigaction sa = {};
+  sa.sa_sigaction = RecordFp;
+  sa.sa_flags = SA_SIGINFO;
+  EXPECT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
+  g_clear_frame_fp = clear_frame_fp;
+  g_handler_fp = {};
+  const uint32_t mxcsr = Mxcsr() | kRoundTowardZero;
+  const uint16_t fcw = kDoublePrecisionCw;
+  const bool avx = __builtin_cpu_supports("avx");
+  asm volatile("movq %0, %%xmm15" : : "r"(kXmmMagic) : "xmm15");
+  if (avx) asm volatile("vinsertf128 $1, %%xmm15, %%ymm15, %%ymm15" : : : "xmm15");
+  asm volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(mxcsr), "m"(fcw));
+  const uint64_t pid = static_cast<uint64_t>(getpid());
+  uint64_t ret;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(uint64_t{62}), "D"(pid), "S"(uint64_t{SIGUSR1})
+               : "rcx", "r11", "memory");
+  const FpState after = ReadFp();
+  const uint32_t default_mxcsr = 0x1f80;
+  const uint16_t default_fcw = 0x37f;
+  asm volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(default_mxcsr), "m"(default_fcw));
+  EXPECT_EQ(ret, 0u);
+  return after;
+}
+
+TEST(SigframeTest, HandlerStartsWithTheInitialFpState) {
+  const FpState after = RaiseWithChangedFp(false);
+  EXPECT_EQ(g_handler_fp.mxcsr & 0xffc0, 0x1f80u);  // the low six are sticky flags
+  EXPECT_EQ(g_handler_fp.fcw, 0x37f);
+  EXPECT_EQ(g_handler_fp.xmm15, 0u);
+  EXPECT_EQ(g_handler_fp.ymm15_high, 0u);
+  // ...and the interrupted code gets its own back.
+  EXPECT_EQ(after.mxcsr & 0xffc0, 0x1f80u | kRoundTowardZero);
+  EXPECT_EQ(after.fcw, kDoublePrecisionCw);
+  EXPECT_EQ(after.xmm15, kXmmMagic);
+  if (__builtin_cpu_supports("avx")) EXPECT_EQ(after.ymm15_high, kXmmMagic);
+}
+
+TEST(SigframeTest, FrameWithoutFpStateRestoresTheInitialOne) {
+  const FpState after = RaiseWithChangedFp(true);
+  EXPECT_EQ(after.mxcsr & 0xffc0, 0x1f80u);
+  EXPECT_EQ(after.fcw, 0x37f);
+  EXPECT_EQ(after.xmm15, 0u);
+  EXPECT_EQ(after.ymm15_high, 0u);
+}
+
 // CSGSFS: cs, gs, fs and ss, 16 bits each. Linux restores cs and (with
 // UC_STRICT_RESTORE_SS, which its frames carry) ss, forcing RPL 3; returning to user
 // mode through a selector that is not a user segment faults. gs and fs are ignored.
