@@ -1,8 +1,10 @@
 #include "platform/systrap/spin_budget.h"
 
 #include <immintrin.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "base/mono_clock.h"
@@ -10,6 +12,17 @@
 
 namespace usentry::platform::systrap {
 namespace {
+
+std::atomic<int> g_active_app_threads{0};
+
+// The CPUs this process may run on, read once (cgroup CPU quotas are not seen).
+int UsableCpus() {
+  static const int n = [] {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(CPU_COUNT(&set), 1) : 1;
+  }();
+  return n;
+}
 
 double MeasurePauseNanos() {
   constexpr int kRuns = 5;
@@ -45,6 +58,14 @@ uint64_t YieldLostASliceTicks() {
         std::clamp(absl::ToDoubleNanoseconds(kYieldLostASlice) * ticks_per_ns, 1.0, 2e9));
   }();
   return ticks;
+}
+
+void AddActiveAppThreads(int delta) {
+  g_active_app_threads.fetch_add(delta, std::memory_order_relaxed);
+}
+
+bool CpusOversubscribed() {
+  return Oversubscribed(g_active_app_threads.load(std::memory_order_relaxed), UsableCpus());
 }
 
 uint32_t PausesFor(absl::Duration d) {

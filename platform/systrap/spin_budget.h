@@ -49,6 +49,24 @@ inline constexpr absl::Duration kYieldLostASlice = absl::Microseconds(50);
 // The same in time-stamp-counter ticks, for the stub's generated code (at least 1).
 uint64_t YieldLostASliceTicks();
 
+// App threads the sentry has not blocked (in Task::Block), across the sandbox. Each has
+// two host threads taking turns, its stub thread running app code while its sentry thread
+// waits for it, and the other way round, and the waiting one spins. With more of them
+// than usable CPUs, spinning waiters hold CPUs the others' work needs: eight python3
+// threads passing the GIL around took ~10x native, both vCPUs busy spinning and
+// yielding to one another. Then both sides sleep instead (Context::Switch, WillBlock).
+// Up to as many as CPUs they spin as before: two processes taking turns through a pipe
+// hand off faster spinning than sleeping, even while both are awake. On one CPU every
+// hand-off goes through the scheduler either way, and sleeping made that pipe slower
+// (docs/benchmarks.md, session 30): there the rule never applies.
+void AddActiveAppThreads(int delta);
+bool CpusOversubscribed();
+// The rule itself: more active app threads than usable CPUs, of which there are two or
+// more.
+inline bool Oversubscribed(int active_app_threads, int usable_cpus) {
+  return usable_cpus >= 2 && active_app_threads > usable_cpus;
+}
+
 // Nanoseconds one `pause` takes on this CPU, measured once per process (a few
 // microseconds, the fastest of a few short runs) and cached.
 double PauseNanos();

@@ -1,5 +1,7 @@
 #include "platform/systrap/spin_budget.h"
 
+#include <sched.h>
+
 #include "gtest/gtest.h"
 
 namespace usentry::platform::systrap {
@@ -21,6 +23,27 @@ TEST(SpinBudgetTest, PauseCountsScaleWithTheBudget) {
   EXPECT_LT(PausesFor(kStubSpinBudgetBeforeHint), PausesFor(kStubSpinBudget));
   // The sentry's first yield comes long before it would stop spinning.
   EXPECT_LT(PausesFor(kSentryFirstYieldAfter) * 10, PausesFor(kSentrySpinBudget));
+}
+
+TEST(SpinBudgetTest, OversubscribedOnlyWithMoreActiveAppThreadsThanCpus) {
+  EXPECT_FALSE(Oversubscribed(1, 1));
+  EXPECT_FALSE(Oversubscribed(8, 1));  // one CPU: hand-offs go through the scheduler anyway
+  EXPECT_FALSE(Oversubscribed(2, 2));  // two processes taking turns through a pipe
+  EXPECT_TRUE(Oversubscribed(3, 2));
+}
+
+TEST(SpinBudgetTest, ActiveAppThreadsAreCounted) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  if (cpus < 2) GTEST_SKIP() << "one usable CPU: never oversubscribed";
+  EXPECT_FALSE(CpusOversubscribed());
+  AddActiveAppThreads(cpus);
+  EXPECT_FALSE(CpusOversubscribed());
+  AddActiveAppThreads(1);
+  EXPECT_TRUE(CpusOversubscribed());
+  AddActiveAppThreads(-(cpus + 1));
+  EXPECT_FALSE(CpusOversubscribed());
 }
 
 }  // namespace

@@ -93,6 +93,12 @@ constexpr size_t kUcontextSize = offsetof(ucontext_t, uc_sigmask) + 8;
 
 }  // namespace
 
+void SystrapContext::SetActive(bool active) {
+  if (active == active_) return;
+  active_ = active;
+  AddActiveAppThreads(active ? 1 : -1);
+}
+
 bool MoveOffThisCpu() {
   thread_local absl::Duration last_move = absl::ZeroDuration();
   const absl::Duration now = MonotonicNow();
@@ -178,6 +184,9 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
   uint32_t next_yield = (last_yield_gave_the_cpu ? kSpinsPerYield : late_first_yield) - 1;
   for (uint32_t n = 0;; ++n) {
     if (state.load(std::memory_order_acquire) == kStateTrapped) {
+      // The stub thread spins while this one handles its report, unless the CPUs are
+      // oversubscribed (spin_budget.h): then it sleeps, and Post wakes it.
+      if (app != nullptr && CpusOversubscribed()) h->stop_spinning = kStopNow;
       if (app != nullptr) {
         app->after_yield = yielded;  // seen on the first look after a yield
         // After a yield, the stub may have run app code on this CPU for all of it.
@@ -195,6 +204,7 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
         deadline = now + kSentrySpinBudget;
         idle_from = now + kIdleWorkAfter;
       }
+      if (app != nullptr && CpusOversubscribed()) break;  // sleep: spin_budget.h
       // A step of idle work instead of a yield (it holds this CPU a while either way),
       // budget or not: the budget bounds spinning, and the work is bounded by itself.
       // (On a busy host a yield can take milliseconds: the first look past idle_from
@@ -788,6 +798,7 @@ absl::Status SystrapAddressSpace::Protect(uint64_t addr, uint64_t len, Prot prot
 SystrapContext::~SystrapContext() { Unbind(); }
 
 void SystrapContext::Unbind() {
+  SetActive(false);
   if (stub_ && slot_ > 0) stub_->ReleaseThread(slot_);
   std::lock_guard<std::mutex> lock(mu_);
   stub_.reset();
@@ -1073,6 +1084,7 @@ absl::Status SystrapContext::Run(SlotOp op, uint64_t fast_rax, int64_t* ran_tick
     return absl::CancelledError();  // see Switch
   }
   interrupt_ticks_ = 0;
+  SetActive(true);
   if (op == kOpFastResume) h->fast_args[kArgRax] = fast_rax;
   StubProcess::AppWait wait{
       .on_tick = &OnTick, .tick_arg = this, .idle = idle_, .running_since = &running_since_};
@@ -1160,7 +1172,11 @@ absl::Status SystrapContext::LoadFpState(AddressSpace& as, Registers& regs) {
 
 void SystrapContext::WillBlock() {
   // Only the switching thread calls this (between Switches), like Switch itself.
-  if (stub_ && slot_ > 0) stub_->slot(slot_)->stop_spinning = kStopAfterShortSpin;
+  // With the CPUs oversubscribed even the short spin takes a CPU from threads with work.
+  if (stub_ && slot_ > 0) {
+    stub_->slot(slot_)->stop_spinning = CpusOversubscribed() ? kStopNow : kStopAfterShortSpin;
+  }
+  SetActive(false);
 }
 
 void SystrapContext::Interrupt() {

@@ -294,6 +294,9 @@ class SystrapContext final : public Context {
   absl::StatusOr<uint8_t*> Ucontext();
   absl::StatusOr<std::pair<uint8_t*, size_t>> FpState(uint8_t* uc);
   static bool OnTick(void* self);
+  // Whether the thread counts in AddActiveAppThreads (spin_budget.h): from Run until
+  // WillBlock or Unbind.
+  void SetActive(bool active);
 
   // Held by Interrupt while it signals the bound thread, and by Unbind while it lets go
   // of the stub: the stub's pid cannot be reaped and reused under a tgkill.
@@ -315,6 +318,7 @@ class SystrapContext final : public Context {
   bool fast_ = false;           // the last report came from the fast entry
   user_regs_struct fast_gp_{};  // what it reported (only the arguments while gp_partial)
   IdleWork* idle_ = nullptr;    // SetIdleWork
+  bool active_ = false;         // SetActive
 };
 
 class SystrapPlatform final : public Platform {
