@@ -298,7 +298,7 @@ fi
 # Row labels, and wl_argv N DIR which sets cmd to workload N writing into DIR (a
 # writable scratch dir: /tmp inside every sandbox, a private dir natively).
 wl_labels=("true ms" "python3 -c pass ms" "python3 imports ms" "gcc -O2 hello ms"
-  "sh ${forks}x true ms")
+  "sh ${forks}x true ms" "python3 8 threads ms")
 cmd=()
 wl_argv() {
   case $1 in
@@ -307,6 +307,20 @@ wl_argv() {
     2) cmd=("$python" -c 'import json, re, os, subprocess, collections, datetime, pathlib, tempfile, argparse, logging, hashlib, typing') ;;
     3) cmd=(/bin/sh -c "printf '#include <stdio.h>\\nint main(void) { puts(\"hello\"); return 0; }\\n' >$2/h.c && $gcc -O2 -o $2/h $2/h.c") ;;
     4) cmd=(/bin/sh -c "i=0; while [ \$i -lt $forks ]; do /bin/true; i=\$((i + 1)); done") ;;
+    # Eight threads making syscalls that release the GIL, so that it passes between them
+    # through futexes all along: more runnable threads than CPUs.
+    5) cmd=("$python" -c 'import os, threading
+def work():
+    for _ in range(1000):
+        os.stat("/")
+        os.getpid()
+        with open("/etc/hostname", "rb") as f:
+            f.read()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()') ;;
   esac
 }
 scratch() { if [[ $1 == native ]]; then echo "$tmp"; else echo /tmp; fi; }
