@@ -45,6 +45,9 @@ struct Registers {
   alignas(64) uint8_t fp[kFpStateSize]{};
   bool fp_valid = false;  // fp holds this thread's state (loaded or set by the sentry)
   bool fp_dirty = false;  // fp was changed by the sentry and must be written back
+  // ...to the initial state (ResetToInitialFpState: constants and the thread's own PKRU),
+  // which XRSTOR takes without a check, unlike an image an app's signal frame supplied.
+  bool fp_initial = false;
   size_t fp_size = 0;     // bytes of fp in use (the host signal frame's XSAVE size)
   // After a Switch that returned kSyscall: gp holds only what a syscall's dispatch reads
   // and writes (orig_rax, rax, the six argument registers, and fs_base/gs_base, which are

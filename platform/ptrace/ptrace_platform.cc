@@ -278,6 +278,7 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
     RETURN_IF_ERROR(CheckFpStateFits(sp));
     RETURN_IF_ERROR(sp.SetFrameXstate(regs.fp));
     regs.fp_dirty = false;
+    regs.fp_initial = false;
   }
   regs.fp_valid = false;
 
@@ -372,6 +373,7 @@ absl::Status PtraceContext::LoadFpState(AddressSpace& as, Registers& regs) {
   regs.fp_size = sp.frame_xstate_size();
   regs.fp_valid = true;
   regs.fp_dirty = false;
+  regs.fp_initial = false;
   return absl::OkStatus();
 }
 

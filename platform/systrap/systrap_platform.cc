@@ -1120,14 +1120,16 @@ absl::StatusOr<SwitchResult> SystrapContext::Switch(AddressSpace& as, Registers&
     if (fast_) RETURN_IF_ERROR(ConvertToFrame());
     RETURN_IF_ERROR(WriteFrame(regs));
     // The stub returns through the frame itself unless the kernel must check it: FPU
-    // state we wrote (XRSTOR would fault on a bad one where rt_sigreturn sanitizes), a
-    // trap flag (it would trap in the stub's own return code), or a non-canonical rip
-    // (the stub's jump would fault on itself, in stub code, where the kernel's return
-    // faults in the app).
-    if (!regs.fp_dirty && (regs.gp.eflags & kEflagsTf) == 0 && regs.gp.rip < kCanonicalTop) {
+    // state we wrote from an app's image (XRSTOR would fault on a bad one where
+    // rt_sigreturn sanitizes; the initial state is safe), a trap flag (it would trap in
+    // the stub's own return code), or a non-canonical rip (the stub's jump would fault
+    // on itself, in stub code, where the kernel's return faults in the app).
+    if ((!regs.fp_dirty || regs.fp_initial) && (regs.gp.eflags & kEflagsTf) == 0 &&
+        regs.gp.rip < kCanonicalTop) {
       op = kOpReturn;
     }
     regs.fp_dirty = false;
+    regs.fp_initial = false;
   }
   if (h->fs_base != regs.gp.fs_base) h->fs_base = regs.gp.fs_base;  // line 1: see Run
   regs.fp_valid = false;
@@ -1167,6 +1169,7 @@ absl::Status SystrapContext::LoadFpState(AddressSpace& as, Registers& regs) {
   regs.fp_size = fp.second;
   regs.fp_valid = true;
   regs.fp_dirty = false;
+  regs.fp_initial = false;
   return absl::OkStatus();
 }
 

@@ -194,6 +194,7 @@ void ResetRegistersForExec(Task& t, uint64_t entry, uint64_t sp) {
   // A new image starts with the initial FPU state of its new stub.
   regs.fp_valid = false;
   regs.fp_dirty = false;
+  regs.fp_initial = false;
   t.regs_replaced = true;
 }
 

@@ -103,6 +103,7 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
   // for the default rounding and exception masks must not inherit the app's.
   platform::ResetToInitialFpState(regs.fp, fp_size);
   regs.fp_dirty = true;
+  regs.fp_initial = true;
 
   sp -= sizeof(RtSigframe);
   sp = (sp & ~uint64_t{15}) - 8;  // as after a `call`: (rsp + 8) % 16 == 0
@@ -171,6 +172,7 @@ SysStatus SignalReturn(Task& t) {
     // restore_sigcontext), not with whatever the handler left.
     platform::ResetToInitialFpState(regs.fp, regs.fp_size);
     regs.fp_dirty = true;
+    regs.fp_initial = true;
   } else {
     FpxSwBytes sw;
     RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate + kSwReservedOffset), &sw, sizeof(sw)));
@@ -186,6 +188,7 @@ SysStatus SignalReturn(Task& t) {
     }
     memcpy(regs.fp, buf, size);
     regs.fp_dirty = true;
+    regs.fp_initial = false;
   }
 
   gp.r8 = sc.r8, gp.r9 = sc.r9, gp.r10 = sc.r10, gp.r11 = sc.r11;
