@@ -75,6 +75,10 @@ void ResetToInitialFpState(uint8_t* img, size_t size) {
   legacy.mxcsr = abi::kMxcsrDefault;
   legacy.mxcsr_mask = mxcsr_mask;
   memcpy(img, &legacy, sizeof(legacy));
+  ResetExtendedFpState(img, size);
+}
+
+void ResetExtendedFpState(uint8_t* img, size_t size) {
   if (size < kLegacyAndHeader) return;
   // XSTATE_BV: x87 and SSE given by the legacy area (an XRSTOR, or ptrace's SETREGSET,
   // takes MXCSR from it only so), every other component but PKRU in its initial

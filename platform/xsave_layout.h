@@ -45,6 +45,10 @@ uint32_t HostMxcsrMask();
 // kept, as protection keys are not emulated. MXCSR_MASK and the software bytes of the
 // legacy area stay, since the platforms write the image back into a frame holding them.
 void ResetToInitialFpState(uint8_t* img, size_t size);
+// Only the part after the legacy area: every component but x87, SSE and PKRU initial
+// (XSTATE_BV), as Linux leaves a thread whose rt_sigreturn frame held only the legacy
+// 512 bytes. No-op for an FXSAVE image.
+void ResetExtendedFpState(uint8_t* img, size_t size);
 
 }  // namespace usentry::platform
 

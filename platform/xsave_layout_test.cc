@@ -65,6 +65,19 @@ TEST(XsaveLayoutTest, InitialFpStateKeepsPkruMxcsrMaskAndSoftwareBytes) {
   EXPECT_EQ(new_bv, 0x203u);  // AVX and AVX-512 to their initial state by XRSTOR
 }
 
+TEST(XsaveLayoutTest, ExtendedResetLeavesTheLegacyArea) {
+  uint8_t img[832];
+  std::memset(img, 0xa5, sizeof(img));
+  const uint64_t bv = 0x207;  // x87, SSE, AVX and PKRU
+  std::memcpy(img + 512, &bv, 8);
+  ResetExtendedFpState(img, sizeof(img));
+  uint64_t new_bv;
+  std::memcpy(&new_bv, img + 512, 8);
+  EXPECT_EQ(new_bv, 0x203u);
+  EXPECT_EQ(img[24], 0xa5);   // MXCSR as it was
+  EXPECT_EQ(img[160], 0xa5);  // xmm0 as it was
+}
+
 TEST(XsaveLayoutTest, InitialFpStateOfAnFxsaveImageLeavesWhatFollowsAlone) {
   uint8_t img[600];
   std::memset(img, 0xa5, sizeof(img));

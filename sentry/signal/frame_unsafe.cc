@@ -187,6 +187,8 @@ SysStatus SignalReturn(Task& t) {
       memset(buf + sizeof(abi::FxsaveArea) + 24, 0, 64 - 24);
     }
     memcpy(regs.fp, buf, size);
+    // Linux restores a legacy-only frame with FXRSTOR and initializes the rest.
+    if (size < regs.fp_size) platform::ResetExtendedFpState(regs.fp, regs.fp_size);
     regs.fp_dirty = true;
     regs.fp_initial = false;
   }

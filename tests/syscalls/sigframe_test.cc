@@ -203,6 +203,23 @@ TEST(SigframeTest, FrameWithoutFpStateRestoresTheInitialOne) {
   EXPECT_EQ(after.ymm15_high, 0u);
 }
 
+// A frame whose software bytes do not announce XSAVE state is legacy-only: Linux restores
+// its 512 bytes and leaves every other component initial, whatever the handler left.
+TEST(SigframeTest, LegacyOnlyFrameLeavesTheUpperHalvesInitial) {
+  if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no AVX";
+  const int status = RunEdited(
+      [](ucontext_t* uc) {
+        uc->uc_mcontext.fpregs->_xmm[15].element[0] = 0x11111111;          // restored: legacy area
+        memset(FpImage(uc) + 464, 0, 4);                                   // FP_XSTATE_MAGIC1
+        asm volatile("vpcmpeqd %%ymm15, %%ymm15, %%ymm15" : : : "xmm15");  // all ones
+      },
+      [] {
+        const FpState s = ReadFp();
+        return static_cast<uint32_t>(s.xmm15) == 0x11111111 && s.ymm15_high == 0;
+      });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
 // CSGSFS: cs, gs, fs and ss, 16 bits each. Linux restores cs and (with
 // UC_STRICT_RESTORE_SS, which its frames carry) ss, forcing RPL 3; returning to user
 // mode through a selector that is not a user segment faults. gs and fs are ignored.
