@@ -52,6 +52,28 @@ bool FpImageRestorable(const uint8_t* img, size_t size, uint64_t addr) {
   return (header[0] & ~xcr0) == 0 && header[1] == 0 && header[2] == 0;
 }
 
+constexpr uint64_t kXfeaturePkru = uint64_t{1} << 9;
+
+// What rt_sigreturn restores from the FP state at `fpstate` (Linux's
+// check_xstate_in_sigframe): an XSAVE image when the software bytes say so, with the
+// host's size here, and FP_XSTATE_MAGIC2 follows it; otherwise the legacy 512 bytes.
+struct FrameXsave {
+  bool xsave = false;
+  uint64_t xfeatures = 0;  // the components to restore (the others become initial)
+};
+SysResult<FrameXsave> FrameXsaveOf(mm::MemoryManager& mm, uint64_t fpstate, size_t fp_size) {
+  FpxSwBytes sw;
+  RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(fpstate + kSwReservedOffset), &sw, sizeof(sw)));
+  if (sw.magic1 != kFpXstateMagic1 || sw.xstate_size != fp_size ||
+      sw.extended_size < sw.xstate_size) {
+    return FrameXsave{};
+  }
+  uint32_t magic2;
+  RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(fpstate + sw.xstate_size), &magic2, sizeof(magic2)));
+  if (magic2 != kFpXstateMagic2) return FrameXsave{};
+  return FrameXsave{.xsave = true, .xfeatures = sw.xfeatures};
+}
+
 bool OnAltStack(const stack_t& ss, uint64_t sp) {
   auto base = reinterpret_cast<uint64_t>(ss.ss_sp);
   return !(ss.ss_flags & SS_DISABLE) && sp > base && sp <= base + ss.ss_size;
@@ -97,6 +119,15 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
   uint8_t fpbuf[platform::kFpStateSize + 4];
   memcpy(fpbuf, regs.fp, fp_size);
   memcpy(fpbuf + kSwReservedOffset, &sw, sizeof(sw));
+  if (fp_size > sizeof(abi::FxsaveArea)) {
+    // Linux's frames always say that the legacy area holds x87 and SSE state (XSTATE_BV),
+    // in use or not, so that a handler that edits it there is heard at rt_sigreturn;
+    // ptrace's XSAVE image leaves out a component in its initial state.
+    uint64_t xstate_bv;
+    memcpy(&xstate_bv, fpbuf + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
+    xstate_bv |= abi::kXfeatureFp | abi::kXfeatureSse;
+    memcpy(fpbuf + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
+  }
   memcpy(fpbuf + fp_size, &kFpXstateMagic2, sizeof(uint32_t));
   RETURN_IF_ERRNO(mm.CopyOut(mm::GuestAddr(fpstate), fpbuf, fp_size + 4));
   // The handler itself starts from the initial FPU state, as on Linux: a handler compiled
@@ -174,17 +205,21 @@ SysStatus SignalReturn(Task& t) {
     regs.fp_dirty = true;
     regs.fp_initial = true;
   } else {
-    FpxSwBytes sw;
-    RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate + kSwReservedOffset), &sw, sizeof(sw)));
-    // A frame whose XSAVE size differs from the host's restores only the legacy area.
-    size_t size =
-        (sw.magic1 == kFpXstateMagic1 && sw.xstate_size == regs.fp_size) ? regs.fp_size : 512;
+    ASSIGN_OR_RETURN_ERRNO(const FrameXsave x, FrameXsaveOf(mm, sc.fpstate, regs.fp_size));
+    const size_t size = x.xsave ? regs.fp_size : sizeof(abi::FxsaveArea);
     uint8_t buf[platform::kFpStateSize];
     RETURN_IF_ERRNO(mm.CopyIn(mm::GuestAddr(sc.fpstate), buf, size));
     if (!FpImageRestorable(buf, size, sc.fpstate)) return Errno{EFAULT};
-    if (size > sizeof(abi::FxsaveArea)) {
+    if (x.xsave) {
       // Header bytes XRSTOR ignores; ptrace's SETREGSET insists they are zero.
       memset(buf + sizeof(abi::FxsaveArea) + 24, 0, 64 - 24);
+      // Linux restores only the components the software bytes name and initializes
+      // the rest: a clear XSTATE_BV bit does that here. x87 and SSE come from the legacy
+      // area either way, and PKRU stays (protection keys are not emulated).
+      uint64_t xstate_bv;
+      memcpy(&xstate_bv, buf + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
+      xstate_bv &= x.xfeatures | kXfeaturePkru | abi::kXfeatureFp | abi::kXfeatureSse;
+      memcpy(buf + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
     }
     memcpy(regs.fp, buf, size);
     // Linux restores a legacy-only frame with FXRSTOR and initializes the rest.

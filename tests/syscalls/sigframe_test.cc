@@ -220,6 +220,49 @@ TEST(SigframeTest, LegacyOnlyFrameLeavesTheUpperHalvesInitial) {
   EXPECT_TRUE(ExitedZero(status)) << status;
 }
 
+// A frame whose FP_XSTATE_MAGIC2 is missing after the XSAVE image is legacy-only too
+// (the image's upper halves are not restored but initialized).
+TEST(SigframeTest, FrameWithoutMagic2IsLegacyOnly) {
+  if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no AVX";
+  const int status = RunEdited(
+      [](ucontext_t* uc) {
+        uc->uc_mcontext.fpregs->_xmm[15].element[0] = 0x22222222;
+        memset(FpImage(uc) + 576 + 16 * 15, 0x55, 16);  // ymm15's upper half: not restored
+        SetHeader(uc, 0, Header(uc, 0) | 4);
+        uint32_t xstate_size;
+        memcpy(&xstate_size, FpImage(uc) + 464 + 16, 4);
+        memset(FpImage(uc) + xstate_size, 0, 4);
+      },
+      [] {
+        const FpState s = ReadFp();
+        return static_cast<uint32_t>(s.xmm15) == 0x22222222 && s.ymm15_high == 0;
+      });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
+// Only the components the software bytes' xfeatures name are restored; the others
+// become initial even where the image holds them (here ymm15's upper half, which the
+// standard XSAVE layout keeps at 576 + 16 * 15). XSTATE_BV names SSE in Linux's frames
+// whether it is in use or not, so the legacy area's xmm15 is heard.
+TEST(SigframeTest, ComponentsLeftOutOfXfeaturesBecomeInitial) {
+  if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no AVX";
+  const int status = RunEdited(
+      [](ucontext_t* uc) {
+        uc->uc_mcontext.fpregs->_xmm[15].element[0] = 0x33333333;
+        memset(FpImage(uc) + 576 + 16 * 15, 0x44, 16);
+        SetHeader(uc, 0, Header(uc, 0) | 4);  // XSTATE_BV: AVX state in the image
+        uint64_t xfeatures;
+        memcpy(&xfeatures, FpImage(uc) + 464 + 8, 8);
+        xfeatures &= ~uint64_t{4};  // ...but not among the components to restore
+        memcpy(FpImage(uc) + 464 + 8, &xfeatures, 8);
+      },
+      [] {
+        const FpState s = ReadFp();
+        return static_cast<uint32_t>(s.xmm15) == 0x33333333 && s.ymm15_high == 0;
+      });
+  EXPECT_TRUE(ExitedZero(status)) << status;
+}
+
 // CSGSFS: cs, gs, fs and ss, 16 bits each. Linux restores cs and (with
 // UC_STRICT_RESTORE_SS, which its frames carry) ss, forcing RPL 3; returning to user
 // mode through a selector that is not a user segment faults. gs and fs are ignored.
