@@ -501,6 +501,7 @@ inline constexpr size_t kXsaveHeaderOffset = 512;
 inline constexpr uint64_t kXfeatureFp = 0x1;
 inline constexpr uint64_t kXfeatureSse = 0x2;
 inline constexpr uint64_t kXfeatureYmm = 0x4;
+inline constexpr uint64_t kXfeaturePkru = 0x200;
 inline constexpr uint32_t kMxcsrDefault = 0x1f80;
 inline constexpr uint16_t kFpuCwdDefault = 0x37f;
 

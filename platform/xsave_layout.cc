@@ -17,7 +17,6 @@ constexpr size_t kLegacyAndHeader = 512 + 64;
 // Components 0 and 1 live in the legacy region; CPUID describes 2 and up.
 constexpr int kFirstExtended = 2;
 constexpr int kLastComponent = 63;
-constexpr uint64_t kXfeaturePkru = uint64_t{1} << 9;
 
 }  // namespace
 
@@ -85,7 +84,7 @@ void ResetExtendedFpState(uint8_t* img, size_t size) {
   // configuration, which XRSTOR sets for a clear bit whatever the image holds.
   uint64_t xstate_bv;
   memcpy(&xstate_bv, img + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
-  xstate_bv = (xstate_bv & kXfeaturePkru) | abi::kXfeatureFp | abi::kXfeatureSse;
+  xstate_bv = (xstate_bv & abi::kXfeaturePkru) | abi::kXfeatureFp | abi::kXfeatureSse;
   memcpy(img + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
 }
 

@@ -52,8 +52,6 @@ bool FpImageRestorable(const uint8_t* img, size_t size, uint64_t addr) {
   return (header[0] & ~xcr0) == 0 && header[1] == 0 && header[2] == 0;
 }
 
-constexpr uint64_t kXfeaturePkru = uint64_t{1} << 9;
-
 // What rt_sigreturn restores from the FP state at `fpstate` (Linux's
 // check_xstate_in_sigframe): an XSAVE image when the software bytes say so, with the
 // host's size here, and FP_XSTATE_MAGIC2 follows it; otherwise the legacy 512 bytes.
@@ -218,7 +216,7 @@ SysStatus SignalReturn(Task& t) {
       // area either way, and PKRU stays (protection keys are not emulated).
       uint64_t xstate_bv;
       memcpy(&xstate_bv, buf + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
-      xstate_bv &= x.xfeatures | kXfeaturePkru | abi::kXfeatureFp | abi::kXfeatureSse;
+      xstate_bv &= x.xfeatures | abi::kXfeaturePkru | abi::kXfeatureFp | abi::kXfeatureSse;
       memcpy(buf + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
     }
     memcpy(regs.fp, buf, size);
