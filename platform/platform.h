@@ -48,7 +48,7 @@ struct Registers {
   // ...to the initial state (ResetToInitialFpState: constants and the thread's own PKRU),
   // which XRSTOR takes without a check, unlike an image an app's signal frame supplied.
   bool fp_initial = false;
-  size_t fp_size = 0;     // bytes of fp in use (the host signal frame's XSAVE size)
+  size_t fp_size = 0;  // bytes of fp in use (the host signal frame's XSAVE size)
   // After a Switch that returned kSyscall: gp holds only what a syscall's dispatch reads
   // and writes (orig_rax, rax, the six argument registers, and fs_base/gs_base, which are
   // the sentry's); the platform loads the rest on Context::CompleteRegisters. The

@@ -82,9 +82,16 @@ void ResetExtendedFpState(uint8_t* img, size_t size) {
   // XSTATE_BV: x87 and SSE given by the legacy area (an XRSTOR, or ptrace's SETREGSET,
   // takes MXCSR from it only so), every other component but PKRU in its initial
   // configuration, which XRSTOR sets for a clear bit whatever the image holds.
+  SetXstateBv(img, (XstateBv(img) & abi::kXfeaturePkru) | abi::kXfeatureFp | abi::kXfeatureSse);
+}
+
+uint64_t XstateBv(const uint8_t* img) {
   uint64_t xstate_bv;
   memcpy(&xstate_bv, img + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
-  xstate_bv = (xstate_bv & abi::kXfeaturePkru) | abi::kXfeatureFp | abi::kXfeatureSse;
+  return xstate_bv;
+}
+
+void SetXstateBv(uint8_t* img, uint64_t xstate_bv) {
   memcpy(img + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
 }
 

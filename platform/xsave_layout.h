@@ -49,6 +49,10 @@ void ResetToInitialFpState(uint8_t* img, size_t size);
 // (XSTATE_BV), as Linux leaves a thread whose rt_sigreturn frame held only the legacy
 // 512 bytes. No-op for an FXSAVE image.
 void ResetExtendedFpState(uint8_t* img, size_t size);
+// XSTATE_BV, the first word of an XSAVE image's header (which components it holds;
+// XRSTOR sets a component with a clear bit to its initial state).
+uint64_t XstateBv(const uint8_t* img);
+void SetXstateBv(uint8_t* img, uint64_t xstate_bv);
 
 }  // namespace usentry::platform
 

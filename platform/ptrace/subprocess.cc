@@ -29,15 +29,9 @@ constexpr int kMaxSpuriousStops = 100;
 
 // Offset of MXCSR in the FXSAVE/XSAVE legacy region.
 constexpr size_t kMxcsrOffset = 24;
-// Offset of XSTATE_BV, the first word of the XSAVE header.
-constexpr size_t kXstateBvOffset = 512;
-
 // Keeps only `features` in an XSAVE image's XSTATE_BV.
 void MaskXstateBv(uint8_t* image, uint64_t features) {
-  uint64_t xstate_bv;
-  std::memcpy(&xstate_bv, image + kXstateBvOffset, sizeof(xstate_bv));
-  xstate_bv &= features;
-  std::memcpy(image + kXstateBvOffset, &xstate_bv, sizeof(xstate_bv));
+  SetXstateBv(image, XstateBv(image) & features);
 }
 
 const char* SignalName(int sig) {

@@ -30,6 +30,7 @@
 #include "platform/stub_process.h"
 #include "platform/systrap/spin_budget.h"
 #include "platform/systrap/stub_filter.h"
+#include "platform/xsave_layout.h"
 
 namespace usentry::platform::systrap {
 namespace {
@@ -891,10 +892,7 @@ absl::Status SystrapContext::WriteFrame(const Registers& regs) {
       std::memcpy(ptr + kXsaveHeaderOffset, regs.fp + kXsaveHeaderOffset,
                   size - kXsaveHeaderOffset);
       // The header must be one the kernel accepts: known features, standard format.
-      uint64_t bv;
-      std::memcpy(&bv, ptr + kXsaveHeaderOffset, 8);
-      bv &= frame_features;
-      std::memcpy(ptr + kXsaveHeaderOffset, &bv, 8);
+      SetXstateBv(ptr, XstateBv(ptr) & frame_features);
       std::memset(ptr + kXsaveHeaderOffset + 8, 0, 56);
     }
   }

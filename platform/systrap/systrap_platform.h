@@ -417,7 +417,7 @@ class SystrapPlatform final : public Platform {
   int NewTrampoline(const uint8_t* code, size_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(patch_mu_);
   std::unordered_set<uint64_t> patched_sites_ ABSL_GUARDED_BY(patch_mu_);
   std::unordered_map<uint64_t, int> cmp_sites_ ABSL_GUARDED_BY(patch_mu_);  // site -> slot
-  int next_patch_slot_ ABSL_GUARDED_BY(patch_mu_) = 1;  // 0 is the fast entry
+  int next_patch_slot_ ABSL_GUARDED_BY(patch_mu_) = 1;                      // 0 is the fast entry
 };
 
 }  // namespace usentry::platform::systrap

@@ -121,10 +121,7 @@ SysStatus SetupSignalFrame(Task& t, int sig, const siginfo_t& info, uint64_t sav
     // Linux's frames always say that the legacy area holds x87 and SSE state (XSTATE_BV),
     // in use or not, so that a handler that edits it there is heard at rt_sigreturn;
     // ptrace's XSAVE image leaves out a component in its initial state.
-    uint64_t xstate_bv;
-    memcpy(&xstate_bv, fpbuf + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
-    xstate_bv |= abi::kXfeatureFp | abi::kXfeatureSse;
-    memcpy(fpbuf + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
+    platform::SetXstateBv(fpbuf, platform::XstateBv(fpbuf) | abi::kXfeatureFp | abi::kXfeatureSse);
   }
   memcpy(fpbuf + fp_size, &kFpXstateMagic2, sizeof(uint32_t));
   RETURN_IF_ERRNO(mm.CopyOut(mm::GuestAddr(fpstate), fpbuf, fp_size + 4));
@@ -214,10 +211,8 @@ SysStatus SignalReturn(Task& t) {
       // Linux restores only the components the software bytes name and initializes
       // the rest: a clear XSTATE_BV bit does that here. x87 and SSE come from the legacy
       // area either way, and PKRU stays (protection keys are not emulated).
-      uint64_t xstate_bv;
-      memcpy(&xstate_bv, buf + abi::kXsaveHeaderOffset, sizeof(xstate_bv));
-      xstate_bv &= x.xfeatures | abi::kXfeaturePkru | abi::kXfeatureFp | abi::kXfeatureSse;
-      memcpy(buf + abi::kXsaveHeaderOffset, &xstate_bv, sizeof(xstate_bv));
+      platform::SetXstateBv(buf, platform::XstateBv(buf) & (x.xfeatures | abi::kXfeaturePkru |
+                                                            abi::kXfeatureFp | abi::kXfeatureSse));
     }
     memcpy(regs.fp, buf, size);
     // Linux restores a legacy-only frame with FXRSTOR and initializes the rest.

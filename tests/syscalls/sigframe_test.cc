@@ -203,20 +203,33 @@ TEST(SigframeTest, FrameWithoutFpStateRestoresTheInitialOne) {
   EXPECT_EQ(after.ymm15_high, 0u);
 }
 
+// The three tests below write a word into xmm15 in the frame's legacy area, which every
+// restore takes, and expect ymm15's upper half to be initial after rt_sigreturn.
+constexpr uint32_t kFrameXmm15 = 0x11111111;
+void SetFrameXmm15(ucontext_t* uc) { uc->uc_mcontext.fpregs->_xmm[15].element[0] = kFrameXmm15; }
+// ymm15's upper half in the image, marked present in XSTATE_BV (the standard XSAVE layout
+// keeps AVX state at 576).
+void SetFrameYmm15High(ucontext_t* uc) {
+  memset(FpImage(uc) + 576 + 16 * 15, 0x44, 16);
+  SetHeader(uc, 0, Header(uc, 0) | 4);
+}
+bool Xmm15FromTheFrameAndYmm15HighInitial() {
+  const FpState s = ReadFp();
+  return static_cast<uint32_t>(s.xmm15) == kFrameXmm15 && s.ymm15_high == 0;
+}
+
 // A frame whose software bytes do not announce XSAVE state is legacy-only: Linux restores
 // its 512 bytes and leaves every other component initial, whatever the handler left.
+// (The skips: without AVX there is no upper half to check.)
 TEST(SigframeTest, LegacyOnlyFrameLeavesTheUpperHalvesInitial) {
   if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no AVX";
   const int status = RunEdited(
       [](ucontext_t* uc) {
-        uc->uc_mcontext.fpregs->_xmm[15].element[0] = 0x11111111;          // restored: legacy area
+        SetFrameXmm15(uc);
         memset(FpImage(uc) + 464, 0, 4);                                   // FP_XSTATE_MAGIC1
         asm volatile("vpcmpeqd %%ymm15, %%ymm15, %%ymm15" : : : "xmm15");  // all ones
       },
-      [] {
-        const FpState s = ReadFp();
-        return static_cast<uint32_t>(s.xmm15) == 0x11111111 && s.ymm15_high == 0;
-      });
+      Xmm15FromTheFrameAndYmm15HighInitial);
   EXPECT_TRUE(ExitedZero(status)) << status;
 }
 
@@ -226,40 +239,31 @@ TEST(SigframeTest, FrameWithoutMagic2IsLegacyOnly) {
   if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no AVX";
   const int status = RunEdited(
       [](ucontext_t* uc) {
-        uc->uc_mcontext.fpregs->_xmm[15].element[0] = 0x22222222;
-        memset(FpImage(uc) + 576 + 16 * 15, 0x55, 16);  // ymm15's upper half: not restored
-        SetHeader(uc, 0, Header(uc, 0) | 4);
+        SetFrameXmm15(uc);
+        SetFrameYmm15High(uc);
         uint32_t xstate_size;
         memcpy(&xstate_size, FpImage(uc) + 464 + 16, 4);
         memset(FpImage(uc) + xstate_size, 0, 4);
       },
-      [] {
-        const FpState s = ReadFp();
-        return static_cast<uint32_t>(s.xmm15) == 0x22222222 && s.ymm15_high == 0;
-      });
+      Xmm15FromTheFrameAndYmm15HighInitial);
   EXPECT_TRUE(ExitedZero(status)) << status;
 }
 
 // Only the components the software bytes' xfeatures name are restored; the others
-// become initial even where the image holds them (here ymm15's upper half, which the
-// standard XSAVE layout keeps at 576 + 16 * 15). XSTATE_BV names SSE in Linux's frames
+// become initial even where the image holds them. XSTATE_BV names SSE in Linux's frames
 // whether it is in use or not, so the legacy area's xmm15 is heard.
 TEST(SigframeTest, ComponentsLeftOutOfXfeaturesBecomeInitial) {
   if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no AVX";
   const int status = RunEdited(
       [](ucontext_t* uc) {
-        uc->uc_mcontext.fpregs->_xmm[15].element[0] = 0x33333333;
-        memset(FpImage(uc) + 576 + 16 * 15, 0x44, 16);
-        SetHeader(uc, 0, Header(uc, 0) | 4);  // XSTATE_BV: AVX state in the image
+        SetFrameXmm15(uc);
+        SetFrameYmm15High(uc);
         uint64_t xfeatures;
         memcpy(&xfeatures, FpImage(uc) + 464 + 8, 8);
-        xfeatures &= ~uint64_t{4};  // ...but not among the components to restore
+        xfeatures &= ~uint64_t{4};  // AVX not among the components to restore
         memcpy(FpImage(uc) + 464 + 8, &xfeatures, 8);
       },
-      [] {
-        const FpState s = ReadFp();
-        return static_cast<uint32_t>(s.xmm15) == 0x33333333 && s.ymm15_high == 0;
-      });
+      Xmm15FromTheFrameAndYmm15HighInitial);
   EXPECT_TRUE(ExitedZero(status)) << status;
 }
 
