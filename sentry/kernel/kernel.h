@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "platform/platform.h"
 #include "sentry/audit/audit_log.h"
+#include "sentry/kernel/cpu_gate.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/timers.h"
@@ -102,6 +103,8 @@ class Kernel {
   const std::string& hostname() const { return hostname_; }
   // Enforcement and reporting of the run's hard limits (sentry/kernel/limits.h).
   LimitMonitor& limits() { return *limits_; }
+  // Which app threads may run app code now (sentry/kernel/cpu_gate.h). Kernel lock.
+  CpuGate& cpu_gate() { return cpu_gate_; }
   void set_hostname(std::string h) { hostname_ = std::move(h); }
 
   // Allocates the next free PID (for a thread group leader or a thread).
@@ -163,6 +166,7 @@ class Kernel {
   std::set<int> blocked_reported_;
   uint64_t syscall_counts_[kSyscallCountSlots] = {};
   std::unique_ptr<LimitMonitor> limits_;
+  CpuGate cpu_gate_{CpuGate::UsableCpus(), CpuGate::kSlice};
   // Last member: its thread is stopped first when the kernel is destroyed.
   std::unique_ptr<TimerQueue> timer_queue_ = std::make_unique<TimerQueue>(&mu);
 };

@@ -22,7 +22,10 @@ bool Task::InterruptPending() const {
 }
 
 SysStatus Task::Block(Waiter& w, std::optional<absl::Time> deadline) {
-  if (!w.notified() && ctx) ctx->WillBlock();
+  if (!w.notified()) {
+    if (ctx) ctx->WillBlock();
+    kernel_->cpu_gate().Leave(*this);
+  }
   while (!w.notified()) {
     if (InterruptPending()) return Errno{EINTR};
     if (deadline) {

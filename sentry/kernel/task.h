@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "platform/platform.h"
+#include "sentry/kernel/cpu_gate.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/sys_result.h"
 #include "sentry/kernel/wait_queue.h"
@@ -105,6 +106,8 @@ class Task {
   // Condition the task sleeps on in Block (with Kernel::mu).
   absl::CondVar cv;
   bool woken = false;
+  // Whether this task may run app code now (Kernel::cpu_gate, with Kernel::mu).
+  CpuSlot cpu_slot;
   // Set (under Kernel::mu) while the task's thread is in ctx->Switch.
   std::atomic<bool> in_app{false};
   // Wall time this thread spent running app code, and what its CPU clock read beyond

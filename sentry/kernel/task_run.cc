@@ -201,6 +201,7 @@ void RunTask(Task* t) {
   int stale_faults = 0;  // see HandleFault
   while (true) {
     if (t->killed || t->exiting || t->thread_group().exiting) break;
+    if (!k.cpu_gate().Enter(*t)) break;
     DeliverSignals(*t, restart);
     restart = 0;
     if (t->killed || t->exiting || t->thread_group().exiting) break;
@@ -262,6 +263,7 @@ void RunTask(Task* t) {
         break;
     }
   }
+  k.cpu_gate().Leave(*t);
   TaskExited(*t);  // unregisters and frees t; the lock stays held
   fsimpl::SetCurrentTask(nullptr);
   k.running_threads--;

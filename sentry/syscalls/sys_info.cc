@@ -216,6 +216,7 @@ SyscallResult SysSchedSetaffinity(Task& t, const SyscallArgs& a) {
 }
 
 SyscallResult SysSchedYield(Task& t, const SyscallArgs&) {
+  t.kernel().cpu_gate().Yield(t);
   t.kernel().mu.Unlock();
   std::this_thread::yield();
   t.kernel().mu.Lock();

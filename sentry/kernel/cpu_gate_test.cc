@@ -1,0 +1,182 @@
+// CpuGate: slots go to waiters in order, a slice's end asks the holder to yield, a
+// killed waiter leaves the queue.
+#include "sentry/kernel/cpu_gate.h"
+
+#include <memory>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "sentry/kernel/test_kernel.h"
+
+namespace usentry::sentry {
+namespace {
+
+class CpuGateTest : public ::testing::Test {
+ protected:
+  // A task of a new process in the test kernel (no platform context: Interrupt only
+  // wakes its condition variable).
+  std::unique_ptr<Task> NewTask() {
+    absl::MutexLock l(&k().mu);
+    auto tg = std::make_shared<ThreadGroup>(k().AllocatePid());
+    return std::make_unique<Task>(&k(), tg, tg->pid());
+  }
+  Kernel& k() { return tk_.kernel(); }
+  // Waits (the kernel lock released) until `cond` holds, for at most 10 s.
+  bool Await(const std::function<bool()>& cond) {
+    absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (!cond()) {
+      if (absl::Now() > give_up) return false;
+      k().mu.Unlock();
+      absl::SleepFor(absl::Milliseconds(1));
+      k().mu.Lock();
+    }
+    return true;
+  }
+  // Enter on a thread of its own; `result` is set when it returns.
+  std::thread EnterOnThread(CpuGate& gate, Task& t, int& result) {
+    return std::thread([this, &gate, &t, &result] {
+      absl::MutexLock l(&k().mu);
+      result = gate.Enter(t) ? 1 : 0;
+    });
+  }
+
+  TestKernel tk_;
+};
+
+TEST_F(CpuGateTest, SlotsGoToWaitersInTheOrderTheyAsked) {
+  CpuGate gate(2, absl::Hours(1));
+  auto a = NewTask(), b = NewTask(), c = NewTask(), d = NewTask();
+  int rc = -1, rd = -1;
+  std::thread tc, td;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    ASSERT_TRUE(gate.Enter(*b));
+    EXPECT_EQ(gate.free_slots(), 0);
+    // A holder alone keeps its slot however often it comes back.
+    EXPECT_TRUE(gate.Enter(*a));
+    tc = EnterOnThread(gate, *c, rc);
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    td = EnterOnThread(gate, *d, rd);
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 2; }));
+    EXPECT_EQ(rc, -1);
+    gate.Leave(*b);
+    ASSERT_TRUE(Await([&] { return rc == 1; }));
+    EXPECT_TRUE(c->cpu_slot.held);
+    EXPECT_FALSE(d->cpu_slot.held);
+    EXPECT_EQ(rd, -1);
+    gate.Leave(*a);
+    ASSERT_TRUE(Await([&] { return rd == 1; }));
+    gate.Leave(*c);
+    gate.Leave(*d);
+    EXPECT_EQ(gate.free_slots(), 2);
+    EXPECT_EQ(gate.waiting(), 0u);
+  }
+  tc.join();
+  td.join();
+}
+
+TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
+  CpuGate gate(1, absl::Milliseconds(20));
+  auto a = NewTask(), b = NewTask();
+  int rb = -1, ra = -1;
+  std::thread tb, ta;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    tb = EnterOnThread(gate, *b, rb);
+    // The waiter asks the holder to yield once the holder's slice is over.
+    ASSERT_TRUE(Await([&] { return a->cpu_slot.yield; }));
+    EXPECT_TRUE(a->cpu_slot.held);
+    EXPECT_EQ(rb, -1);
+    // The holder comes back from app code: the slot goes to the waiter, and it waits.
+    ta = EnterOnThread(gate, *a, ra);
+    ASSERT_TRUE(Await([&] { return rb == 1; }));
+    EXPECT_TRUE(b->cpu_slot.held);
+    ASSERT_TRUE(Await([&] { return a->cpu_slot.queued; }));
+    gate.Leave(*b);
+    ASSERT_TRUE(Await([&] { return ra == 1; }));
+    EXPECT_TRUE(a->cpu_slot.held);
+    EXPECT_FALSE(a->cpu_slot.yield);
+    gate.Leave(*a);
+  }
+  tb.join();
+  ta.join();
+}
+
+TEST_F(CpuGateTest, SchedYieldPassesTheSlotOnlyWhenSomeoneWaits) {
+  CpuGate gate(1, absl::Hours(1));
+  auto a = NewTask(), b = NewTask();
+  int rb = -1, ra = -1;
+  std::thread tb, ta;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    gate.Yield(*a);
+    EXPECT_FALSE(a->cpu_slot.yield);
+    EXPECT_TRUE(gate.Enter(*a));
+    tb = EnterOnThread(gate, *b, rb);
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    gate.Yield(*a);
+    EXPECT_TRUE(a->cpu_slot.yield);
+    ta = EnterOnThread(gate, *a, ra);
+    ASSERT_TRUE(Await([&] { return rb == 1; }));
+    ASSERT_TRUE(Await([&] { return a->cpu_slot.queued; }));
+    gate.Leave(*b);
+    ASSERT_TRUE(Await([&] { return ra == 1; }));
+    gate.Leave(*a);
+  }
+  tb.join();
+  ta.join();
+}
+
+TEST_F(CpuGateTest, AKilledWaiterLeavesTheQueueWithoutASlot) {
+  CpuGate gate(1, absl::Hours(1));
+  auto a = NewTask(), b = NewTask();
+  int rb = -1;
+  std::thread tb;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    tb = EnterOnThread(gate, *b, rb);
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    b->killed = true;
+    b->Interrupt();
+    ASSERT_TRUE(Await([&] { return rb == 0; }));
+    EXPECT_FALSE(b->cpu_slot.held);
+    EXPECT_EQ(gate.waiting(), 0u);
+    gate.Leave(*a);
+    EXPECT_EQ(gate.free_slots(), 1);
+  }
+  tb.join();
+}
+
+TEST_F(CpuGateTest, LeavingWithoutASlotChangesNothing) {
+  CpuGate gate(1, absl::Hours(1));
+  auto a = NewTask();
+  absl::MutexLock l(&k().mu);
+  gate.Leave(*a);
+  EXPECT_EQ(gate.free_slots(), 1);
+  ASSERT_TRUE(gate.Enter(*a));
+  gate.Leave(*a);
+  gate.Leave(*a);
+  EXPECT_EQ(gate.free_slots(), 1);
+}
+
+TEST_F(CpuGateTest, BlockingGivesTheKernelsSlotAway) {
+  // Task::Block leaves the kernel's own gate before it sleeps.
+  CpuGate& gate = k().cpu_gate();
+  Task& t = tk_.task();
+  absl::MutexLock l(&k().mu);
+  const int free_before = gate.free_slots();
+  ASSERT_TRUE(gate.Enter(t));
+  EXPECT_EQ(gate.free_slots(), free_before - 1);
+  Waiter w(&t);
+  EXPECT_EQ(t.Block(w, absl::Now() + absl::Milliseconds(1)).error(), ETIMEDOUT);
+  EXPECT_FALSE(t.cpu_slot.held);
+  EXPECT_EQ(gate.free_slots(), free_before);
+}
+
+}  // namespace
+}  // namespace usentry::sentry
