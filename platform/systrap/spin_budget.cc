@@ -8,21 +8,13 @@
 #include <cmath>
 
 #include "base/mono_clock.h"
+#include "base/usable_cpus.h"
 #include "base/tick_clock.h"
 
 namespace usentry::platform::systrap {
 namespace {
 
 std::atomic<int> g_active_app_threads{0};
-
-// The CPUs this process may run on, read once (cgroup CPU quotas are not seen).
-int UsableCpus() {
-  static const int n = [] {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(CPU_COUNT(&set), 1) : 1;
-  }();
-  return n;
-}
 
 double MeasurePauseNanos() {
   constexpr int kRuns = 5;

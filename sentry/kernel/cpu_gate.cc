@@ -1,8 +1,6 @@
 // CpuGate (see cpu_gate.h).
 #include "sentry/kernel/cpu_gate.h"
 
-#include <sched.h>
-
 #include <algorithm>
 
 #include "sentry/kernel/kernel.h"
@@ -18,11 +16,6 @@ bool MustStop(const Task& t) { return t.killed || t.exiting || t.thread_group().
 
 CpuGate::CpuGate(int slots, absl::Duration slice)
     : slots_(std::max(slots, 1)), slice_(slice), free_(slots_) {}
-
-int CpuGate::UsableCpus() {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(CPU_COUNT(&set), 1) : 1;
-}
 
 bool CpuGate::Enter(Task& t) {
   CpuSlot& s = t.cpu_slot;
@@ -41,6 +34,8 @@ bool CpuGate::Enter(Task& t) {
   }
   s.queued = true;
   queue_.push_back(&t);
+  // Its stub thread need not spin for the next resume, nor count as a running thread.
+  if (t.ctx) t.ctx->WillBlock();
   while (!s.held) {
     if (MustStop(t)) {
       queue_.erase(std::find(queue_.begin(), queue_.end(), &t));

@@ -44,8 +44,6 @@ class CpuGate {
   // `slots` (at least 1): app threads that may run at once. `slice`: how long a thread
   // keeps its slot while another waits.
   CpuGate(int slots, absl::Duration slice);
-  // Slots for this process: the CPUs it may run on (cgroup CPU quotas are not seen).
-  static int UsableCpus();
   // A time slice like the host scheduler's (its base slice grows with the CPU count),
   // and like Python's GIL switch interval (5 ms) in size.
   static constexpr absl::Duration kSlice = absl::Milliseconds(2);

@@ -19,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/usable_cpus.h"
 #include "platform/platform.h"
 #include "sentry/audit/audit_log.h"
 #include "sentry/kernel/cpu_gate.h"
@@ -166,7 +167,7 @@ class Kernel {
   std::set<int> blocked_reported_;
   uint64_t syscall_counts_[kSyscallCountSlots] = {};
   std::unique_ptr<LimitMonitor> limits_;
-  CpuGate cpu_gate_{CpuGate::UsableCpus(), CpuGate::kSlice};
+  CpuGate cpu_gate_{UsableCpus(), CpuGate::kSlice};  // base/usable_cpus.h
   // Last member: its thread is stopped first when the kernel is destroyed.
   std::unique_ptr<TimerQueue> timer_queue_ = std::make_unique<TimerQueue>(&mu);
 };
