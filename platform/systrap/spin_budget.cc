@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "base/mono_clock.h"
-#include "base/usable_cpus.h"
 #include "base/tick_clock.h"
+#include "base/usable_cpus.h"
 
 namespace usentry::platform::systrap {
 namespace {
