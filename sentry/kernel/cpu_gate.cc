@@ -43,13 +43,14 @@ bool CpuGate::Enter(Task& t) {
       return false;
     }
     // Task::Interrupt wakes this wait too (a kill); a grant signals it.
-    std::optional<absl::Time> end = NextSliceEnd();
-    if (!end) {
-      t.cv.Wait(&t.kernel().mu);
-    } else if (t.cv.WaitWithDeadline(&t.kernel().mu, *end) && !s.held) {
+    if (t.cv.WaitWithDeadline(&t.kernel().mu, NextDeadline()) && !s.held) {
       PreemptExpired(absl::Now());
     }
   }
+  // Its slice begins now, not at the grant: on a busy host the wake-up may take longer
+  // than a slice, and a request to yield made meanwhile found no app code to interrupt.
+  s.since = absl::Now();
+  s.yield = false;
   return true;
 }
 
@@ -82,20 +83,21 @@ void CpuGate::Grant(Task& t) {
   holders_.push_back(&t);
 }
 
-std::optional<absl::Time> CpuGate::NextSliceEnd() const {
-  std::optional<absl::Time> end;
+absl::Time CpuGate::NextDeadline() const {
+  absl::Time end = absl::InfiniteFuture();
   for (const Task* h : holders_) {
-    if (h->cpu_slot.yield) continue;
-    absl::Time e = h->cpu_slot.since + slice_;
-    if (!end || e < *end) end = e;
+    const CpuSlot& s = h->cpu_slot;
+    end = std::min(end, (s.yield ? s.asked : s.since) + slice_);
   }
   return end;
 }
 
 void CpuGate::PreemptExpired(absl::Time now) {
   for (Task* h : holders_) {
-    if (h->cpu_slot.yield || now - h->cpu_slot.since < slice_) continue;
-    h->cpu_slot.yield = true;
+    CpuSlot& s = h->cpu_slot;
+    if (now - (s.yield ? s.asked : s.since) < slice_) continue;
+    s.yield = true;
+    s.asked = now;
     // Out of app code, if it is there; a holder in a handler sees the flag on its way
     // back (Enter).
     h->Interrupt();

@@ -20,7 +20,6 @@
 #define USENTRY_SENTRY_KERNEL_CPU_GATE_H_
 
 #include <deque>
-#include <optional>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -34,9 +33,10 @@ struct CpuSlot {
   bool held = false;
   bool queued = false;
   // Asked to give the slot up at its next way into app code (its slice ended while
-  // another task waited).
+  // another task waited), and when it was last asked.
   bool yield = false;
-  absl::Time since;  // when the slot was granted
+  absl::Time asked;
+  absl::Time since;  // when its slice began: it got the slot, or woke up with it
 };
 
 class CpuGate {
@@ -66,10 +66,12 @@ class CpuGate {
  private:
   // Grants a slot to `t` (free_ already counted it out).
   void Grant(Task& t);
-  // A waiter's deadline: the end of the oldest holder's slice that was not yet asked to
-  // yield, if any.
-  std::optional<absl::Time> NextSliceEnd() const;
-  // Asks the holders whose slice has ended to give their slots up.
+  // A waiter's deadline: the earliest end of a holder's slice, or of a slice since it
+  // was asked to yield (the request is repeated: an interrupt that found the holder
+  // between two runs of app code has nothing to interrupt).
+  absl::Time NextDeadline() const;
+  // Asks the holders whose slice has ended to give their slots up, again for those that
+  // were asked a slice ago.
   void PreemptExpired(absl::Time now);
 
   const int slots_;

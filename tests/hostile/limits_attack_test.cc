@@ -167,6 +167,19 @@ TEST_P(LimitsAttackTest, EndlessLoopIsKilledAtTimeout) {
   EXPECT_EQ(RunEnd().value("how", ""), "timeout") << AuditText();
 }
 
+TEST_P(LimitsAttackTest, ManySpinningThreadsAreKilledAtTimeoutAndCpuTime) {
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = Run("spin_threads", {"--timeout", "2s"});
+  EXPECT_EQ(r.exit_code, 124) << r.Describe();
+  EXPECT_EQ(r.out, "spinning\n") << r.Describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_EQ(RunEnd().value("how", ""), "timeout") << AuditText();
+
+  r = Run("spin_threads", {"--cpu-time", "1s", "--timeout", "30s"});
+  EXPECT_EQ(r.exit_code, 152) << r.Describe();
+  EXPECT_EQ(RunEnd().value("how", ""), "cpu_time") << AuditText();
+}
+
 TEST_P(LimitsAttackTest, CpuBurnerIsKilledAtCpuTime) {
   RunResult r = Run("spin", {"--cpu-time", "1s", "--timeout", "30s"});
   EXPECT_EQ(r.exit_code, 152) << r.Describe();

@@ -1,9 +1,10 @@
 // Resource attacks the sandbox's hard limits must contain (limits_attack_test.cc runs
 // each under the limit flags): a fork bomb, a memory bomb, FD exhaustion, a disk fill,
-// an endless loop, a CPU burner and a file-size bomb. Reports are "name=outcome"
+// an endless loop (also in 32 threads at once), a CPU burner and a file-size bomb. Reports are "name=outcome"
 // lines (report.h); "done" means the program survived its own attack.
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -181,6 +182,26 @@ static int Spin(void) {
   return 0;
 }
 
+static void* SpinForever(void* arg) {
+  (void)arg;
+  for (volatile uint64_t i = 0;; i++) {
+  }
+  return NULL;
+}
+
+// More spinning threads than the sandbox has CPUs: the sentry's CPU gate hands its
+// slots around by interrupting them, and a timeout or CPU limit must still end them all.
+static int SpinThreads(void) {
+  for (int i = 0; i < 32; i++) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, SpinForever, NULL) != 0) {
+      printf("thread=%s\n", strerror(errno));
+      return 1;
+    }
+  }
+  return Spin();
+}
+
 static int FileSize(void) {
   static char buf[(1 << 20) + 100];
   memset(buf, 'y', sizeof(buf));
@@ -225,6 +246,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "fds") == 0) return FdExhaust();
   if (strcmp(m, "diskfill") == 0) return DiskFill();
   if (strcmp(m, "spin") == 0) return Spin();
+  if (strcmp(m, "spin_threads") == 0) return SpinThreads();
   if (strcmp(m, "fsize") == 0) return FileSize();
   return 2;
 }
