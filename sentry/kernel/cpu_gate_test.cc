@@ -105,6 +105,28 @@ TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
   ta.join();
 }
 
+TEST_F(CpuGateTest, AHolderThatDoesNotYieldIsAskedAgainASliceLater) {
+  // An interrupt may find the holder between two runs of app code (nothing to stop):
+  // the waiter asks again.
+  CpuGate gate(1, absl::Milliseconds(20));
+  auto a = NewTask(), b = NewTask();
+  int rb = -1;
+  std::thread tb;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    tb = EnterOnThread(gate, *b, rb);
+    ASSERT_TRUE(Await([&] { return a->cpu_slot.yield; }));
+    const absl::Time first = a->cpu_slot.asked;
+    ASSERT_TRUE(Await([&] { return a->cpu_slot.asked > first; }));
+    EXPECT_GE(a->cpu_slot.asked - first, absl::Milliseconds(20));
+    gate.Leave(*a);
+    ASSERT_TRUE(Await([&] { return rb == 1; }));
+    gate.Leave(*b);
+  }
+  tb.join();
+}
+
 TEST_F(CpuGateTest, SchedYieldPassesTheSlotOnlyWhenSomeoneWaits) {
   CpuGate gate(1, absl::Hours(1));
   auto a = NewTask(), b = NewTask();
