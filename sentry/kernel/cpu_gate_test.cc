@@ -41,6 +41,23 @@ class CpuGateTest : public ::testing::Test {
     });
   }
 
+  // `a` holds the gate's only slot, marked to yield, and `b` waits for it (`rb` is
+  // its Enter's result): a's way back into app code gives b the slot and queues a, and
+  // b's Leave gives it back to a, no longer marked. Kernel lock held.
+  void ExpectYieldToWaiterAndBack(CpuGate& gate, Task& a, Task& b, const int& rb) {
+    int ra = -1;
+    std::thread ta = EnterOnThread(gate, a, ra);
+    EXPECT_TRUE(Await([&] { return rb == 1; }));
+    EXPECT_TRUE(b.cpu_slot.held);
+    EXPECT_TRUE(Await([&] { return a.cpu_slot.queued; }));
+    gate.Leave(b);
+    EXPECT_TRUE(Await([&] { return ra == 1; }));
+    EXPECT_TRUE(a.cpu_slot.held);
+    EXPECT_FALSE(a.cpu_slot.yield);
+    gate.Leave(a);
+    ta.join();  // it left Enter and the lock: this thread holds the lock again
+  }
+
   TestKernel tk_;
 };
 
@@ -80,8 +97,8 @@ TEST_F(CpuGateTest, SlotsGoToWaitersInTheOrderTheyAsked) {
 TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
   CpuGate gate(1, absl::Milliseconds(20));
   auto a = NewTask(), b = NewTask();
-  int rb = -1, ra = -1;
-  std::thread tb, ta;
+  int rb = -1;
+  std::thread tb;
   {
     absl::MutexLock l(&k().mu);
     ASSERT_TRUE(gate.Enter(*a));
@@ -91,18 +108,9 @@ TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
     EXPECT_TRUE(a->cpu_slot.held);
     EXPECT_EQ(rb, -1);
     // The holder comes back from app code: the slot goes to the waiter, and it waits.
-    ta = EnterOnThread(gate, *a, ra);
-    ASSERT_TRUE(Await([&] { return rb == 1; }));
-    EXPECT_TRUE(b->cpu_slot.held);
-    ASSERT_TRUE(Await([&] { return a->cpu_slot.queued; }));
-    gate.Leave(*b);
-    ASSERT_TRUE(Await([&] { return ra == 1; }));
-    EXPECT_TRUE(a->cpu_slot.held);
-    EXPECT_FALSE(a->cpu_slot.yield);
-    gate.Leave(*a);
+    ExpectYieldToWaiterAndBack(gate, *a, *b, rb);
   }
   tb.join();
-  ta.join();
 }
 
 TEST_F(CpuGateTest, AHolderThatDoesNotYieldIsAskedAgainASliceLater) {
@@ -130,8 +138,8 @@ TEST_F(CpuGateTest, AHolderThatDoesNotYieldIsAskedAgainASliceLater) {
 TEST_F(CpuGateTest, SchedYieldPassesTheSlotOnlyWhenSomeoneWaits) {
   CpuGate gate(1, absl::Hours(1));
   auto a = NewTask(), b = NewTask();
-  int rb = -1, ra = -1;
-  std::thread tb, ta;
+  int rb = -1;
+  std::thread tb;
   {
     absl::MutexLock l(&k().mu);
     ASSERT_TRUE(gate.Enter(*a));
@@ -142,15 +150,9 @@ TEST_F(CpuGateTest, SchedYieldPassesTheSlotOnlyWhenSomeoneWaits) {
     ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
     gate.Yield(*a);
     EXPECT_TRUE(a->cpu_slot.yield);
-    ta = EnterOnThread(gate, *a, ra);
-    ASSERT_TRUE(Await([&] { return rb == 1; }));
-    ASSERT_TRUE(Await([&] { return a->cpu_slot.queued; }));
-    gate.Leave(*b);
-    ASSERT_TRUE(Await([&] { return ra == 1; }));
-    gate.Leave(*a);
+    ExpectYieldToWaiterAndBack(gate, *a, *b, rb);
   }
   tb.join();
-  ta.join();
 }
 
 TEST_F(CpuGateTest, AKilledWaiterLeavesTheQueueWithoutASlot) {
