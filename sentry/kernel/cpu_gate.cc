@@ -14,11 +14,15 @@ bool MustStop(const Task& t) { return t.killed || t.exiting || t.thread_group().
 
 }  // namespace
 
-CpuGate::CpuGate(int slots, absl::Duration slice)
-    : slots_(std::max(slots, 1)), slice_(slice), free_(slots_) {}
+CpuGate::CpuGate(int slots, absl::Duration slice, absl::Duration wakeup_granularity)
+    : slots_(std::max(slots, 1)),
+      slice_(slice),
+      wakeup_granularity_(wakeup_granularity),
+      free_(slots_) {}
 
 bool CpuGate::Enter(Task& t) {
   CpuSlot& s = t.cpu_slot;
+  const bool woke = !s.held;  // from a sleep (or its first run), not back from app code
   if (s.held) {
     if (queue_.empty()) {
       s.yield = false;  // nobody to yield to (a waiter that asked was killed)
@@ -36,6 +40,7 @@ bool CpuGate::Enter(Task& t) {
   queue_.push_back(&t);
   // Its stub thread need not spin for the next resume, nor count as a running thread.
   if (t.ctx) t.ctx->WillBlock();
+  if (woke) PreemptLongestRunning(absl::Now(), wakeup_granularity_);
   while (!s.held) {
     if (MustStop(t)) {
       queue_.erase(std::find(queue_.begin(), queue_.end(), &t));
@@ -90,6 +95,18 @@ absl::Time CpuGate::NextDeadline() const {
     end = std::min(end, (s.yield ? s.asked : s.since) + slice_);
   }
   return end;
+}
+
+void CpuGate::PreemptLongestRunning(absl::Time now, absl::Duration ran) {
+  Task* longest = nullptr;
+  for (Task* h : holders_) {
+    if (h->cpu_slot.yield) return;  // one already on its way out
+    if (longest == nullptr || h->cpu_slot.since < longest->cpu_slot.since) longest = h;
+  }
+  if (longest == nullptr || now - longest->cpu_slot.since < ran) return;
+  longest->cpu_slot.yield = true;
+  longest->cpu_slot.asked = now;
+  longest->Interrupt();
 }
 
 void CpuGate::PreemptExpired(absl::Time now) {

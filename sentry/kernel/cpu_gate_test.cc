@@ -62,7 +62,7 @@ class CpuGateTest : public ::testing::Test {
 };
 
 TEST_F(CpuGateTest, SlotsGoToWaitersInTheOrderTheyAsked) {
-  CpuGate gate(2, absl::Hours(1));
+  CpuGate gate(2, absl::Hours(1), absl::Hours(1));
   auto a = NewTask(), b = NewTask(), c = NewTask(), d = NewTask();
   int rc = -1, rd = -1;
   std::thread tc, td;
@@ -95,7 +95,7 @@ TEST_F(CpuGateTest, SlotsGoToWaitersInTheOrderTheyAsked) {
 }
 
 TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
-  CpuGate gate(1, absl::Milliseconds(20));
+  CpuGate gate(1, absl::Milliseconds(20), absl::Hours(1));
   auto a = NewTask(), b = NewTask();
   int rb = -1;
   std::thread tb;
@@ -116,7 +116,7 @@ TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
 TEST_F(CpuGateTest, AHolderThatDoesNotYieldIsAskedAgainASliceLater) {
   // An interrupt may find the holder between two runs of app code (nothing to stop):
   // the waiter asks again.
-  CpuGate gate(1, absl::Milliseconds(20));
+  CpuGate gate(1, absl::Milliseconds(20), absl::Hours(1));
   auto a = NewTask(), b = NewTask();
   int rb = -1;
   std::thread tb;
@@ -135,8 +135,39 @@ TEST_F(CpuGateTest, AHolderThatDoesNotYieldIsAskedAgainASliceLater) {
   tb.join();
 }
 
+TEST_F(CpuGateTest, ATaskWakingFromASleepAsksAHolderThatRanAWhileToYield) {
+  CpuGate gate(1, absl::Hours(1), absl::Milliseconds(200));
+  auto a = NewTask(), b = NewTask(), c = NewTask();
+  int rb = -1, rc = -1;
+  std::thread tb, tc;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    // Within its first 200 ms the holder keeps its slot (and its slice is an hour).
+    tb = EnterOnThread(gate, *b, rb);
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    EXPECT_FALSE(a->cpu_slot.yield);
+    // Past them, the next task to wake up asks it to yield at once.
+    k().mu.Unlock();
+    absl::SleepFor(absl::Milliseconds(250));
+    k().mu.Lock();
+    EXPECT_FALSE(a->cpu_slot.yield);
+    tc = EnterOnThread(gate, *c, rc);
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 2; }));
+    EXPECT_TRUE(a->cpu_slot.yield);
+    gate.Leave(*a);  // slots still go in order: b first
+    ASSERT_TRUE(Await([&] { return rb == 1; }));
+    EXPECT_EQ(rc, -1);
+    gate.Leave(*b);
+    ASSERT_TRUE(Await([&] { return rc == 1; }));
+    gate.Leave(*c);
+  }
+  tb.join();
+  tc.join();
+}
+
 TEST_F(CpuGateTest, SchedYieldPassesTheSlotOnlyWhenSomeoneWaits) {
-  CpuGate gate(1, absl::Hours(1));
+  CpuGate gate(1, absl::Hours(1), absl::Hours(1));
   auto a = NewTask(), b = NewTask();
   int rb = -1;
   std::thread tb;
@@ -156,7 +187,7 @@ TEST_F(CpuGateTest, SchedYieldPassesTheSlotOnlyWhenSomeoneWaits) {
 }
 
 TEST_F(CpuGateTest, AKilledWaiterLeavesTheQueueWithoutASlot) {
-  CpuGate gate(1, absl::Hours(1));
+  CpuGate gate(1, absl::Hours(1), absl::Hours(1));
   auto a = NewTask(), b = NewTask();
   int rb = -1;
   std::thread tb;
@@ -177,7 +208,7 @@ TEST_F(CpuGateTest, AKilledWaiterLeavesTheQueueWithoutASlot) {
 }
 
 TEST_F(CpuGateTest, LeavingWithoutASlotChangesNothing) {
-  CpuGate gate(1, absl::Hours(1));
+  CpuGate gate(1, absl::Hours(1), absl::Hours(1));
   auto a = NewTask();
   absl::MutexLock l(&k().mu);
   gate.Leave(*a);
