@@ -22,10 +22,7 @@ bool Task::InterruptPending() const {
 }
 
 SysStatus Task::Block(Waiter& w, std::optional<absl::Time> deadline) {
-  if (!w.notified()) {
-    if (ctx) ctx->WillBlock();
-    kernel_->cpu_gate().Leave(*this);
-  }
+  if (!w.notified()) WillSleep();
   while (!w.notified()) {
     if (InterruptPending()) return Errno{EINTR};
     if (deadline) {
@@ -39,6 +36,11 @@ SysStatus Task::Block(Waiter& w, std::optional<absl::Time> deadline) {
     }
   }
   return SysOk();
+}
+
+void Task::WillSleep() {
+  if (ctx) ctx->WillBlock();
+  kernel_->cpu_gate().Leave(*this);
 }
 
 SysStatus Task::Sleep(absl::Duration d) {

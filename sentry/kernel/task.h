@@ -77,6 +77,10 @@ class Task {
   // pending / the task is being killed (EINTR). Requires the kernel lock; releases it
   // while asleep. The caller registers `w` on the queues it needs first.
   SysStatus Block(Waiter& w, std::optional<absl::Time> deadline = std::nullopt);
+  // The task is about to sleep in the sentry (Block, or a wait of its own on `cv`): its
+  // app thread need not stay ready for a resume (Context::WillBlock), and its CPU slot
+  // goes to another task (Kernel::cpu_gate). Kernel lock held.
+  void WillSleep();
   // Sleeps for `d` unless interrupted (EINTR) — nanosleep and friends.
   SysStatus Sleep(absl::Duration d);
   // True if an unblocked signal is pending or the task must exit.

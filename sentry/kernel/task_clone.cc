@@ -47,7 +47,7 @@ void KillOtherThreads(Task& t) {
     Waiter w(&t);
     ScopedWait sw(tg.thread_exit_wq, w, kAllEvents);
     // Only a group kill ends this wait early; ordinary signals wait for the exec.
-    k.cpu_gate().Leave(t);  // the others need CPUs to leave
+    t.WillSleep();  // the others need CPUs to leave
     while (tg.tasks.size() > 1 && !t.killed && !tg.exiting) t.cv.Wait(&k.mu);
   }
   if (t.tid() != tg.pid() && !t.killed && !tg.exiting) {
@@ -177,7 +177,7 @@ SysResult<int32_t> DoClone(Task& parent, const CloneArgs& a) {
     ScopedWait sw(tg->vfork_wq, w, kAllEvents);
     // Sleep on the task's condition variable directly: pending signals must not end
     // this wait (Task::Block would return EINTR at once and spin).
-    k.cpu_gate().Leave(parent);  // the child runs meanwhile
+    parent.WillSleep();  // the child runs meanwhile
     while (tg->vfork_pending && !parent.killed && !ptg.exiting) parent.cv.Wait(&k.mu);
   }
   return tid;

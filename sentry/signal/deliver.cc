@@ -91,7 +91,7 @@ void PrepareSignal(ThreadGroup& tg, int sig) {
 
 void ParkWhileStopped(Task& t) {
   ThreadGroup& tg = t.thread_group();
-  t.kernel().cpu_gate().Leave(t);
+  t.WillSleep();
   while (tg.stopped && !t.killed && !t.exiting && !tg.exiting) t.cv.Wait(&t.kernel().mu);
 }
 
