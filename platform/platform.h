@@ -192,6 +192,9 @@ class Platform {
   // The host vDSO block (host_vdso.h) if every AddressSpace of this platform has it
   // mapped at its host address, below MaxUserAddress(); else null.
   virtual const HostVdso* Vdso() const { return nullptr; }
+  // The run is over: init's last thread is leaving and every other app process was
+  // killed. A platform may stop waiting for its host processes to die from here on.
+  virtual void EndRun() {}
 };
 
 // Memory file handed to the platform: every page of app memory lives in this memfd.

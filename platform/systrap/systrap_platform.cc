@@ -1284,16 +1284,29 @@ absl::Status SystrapPlatform::Start() {
 
 void SystrapPlatform::Bury(pid_t pid, int slice) {
   std::lock_guard<std::mutex> lock(reaper_mu_);
+  if (leave_to_namespace_) return;
   dead_.push_back({pid, slice});
   reaper_cv_.notify_one();
   if (!reaper_.joinable()) reaper_ = std::thread([this] { Reap(); });
+}
+
+// At the end of a run in the sentry, PID 1 of its own namespace: the stubs (the sentry's
+// children, killed by now) are reaped by the kernel when the sentry exits, which waits
+// for every process of the namespace. Waiting for each here first put the teardown of
+// the last app's address space (0.4-0.9 ms for python3) before the sentry's own exit
+// instead of beside it, and the reaper thread's start (~40 us) before both. A platform
+// in any other process (the tests') keeps reaping: its stubs would stay zombies.
+void SystrapPlatform::EndRun() {
+  if (getpid() != 1) return;
+  std::lock_guard<std::mutex> lock(reaper_mu_);
+  leave_to_namespace_ = true;
 }
 
 void SystrapPlatform::Reap() {
   std::unique_lock<std::mutex> lock(reaper_mu_);
   for (;;) {
     reaper_cv_.wait(lock, [this] { return !dead_.empty() || stop_reaper_; });
-    if (dead_.empty()) return;  // stopping, nothing left
+    if (dead_.empty() || leave_to_namespace_) return;  // stopping, or the namespace reaps
     const auto [pid, slice] = dead_.front();
     dead_.pop_front();
     lock.unlock();
@@ -1305,9 +1318,11 @@ void SystrapPlatform::Reap() {
 }
 
 SystrapPlatform::~SystrapPlatform() {
+  bool leave_to_namespace = false;
   {
     std::lock_guard<std::mutex> lock(reaper_mu_);
     stop_reaper_ = true;
+    leave_to_namespace = leave_to_namespace_;
     reaper_cv_.notify_one();
   }
   if (reaper_.joinable()) reaper_.join();  // after the stubs buried so far
@@ -1320,7 +1335,13 @@ SystrapPlatform::~SystrapPlatform() {
       first_.reset();
     }
   }
-  if (zygote_pid_ > 0) KillAndReap(zygote_pid_);
+  if (zygote_pid_ > 0) {
+    if (leave_to_namespace) {
+      ::kill(zygote_pid_, SIGKILL);
+    } else {
+      KillAndReap(zygote_pid_);
+    }
+  }
   if (zygote_ != nullptr) munmap(zygote_, kPageSize);
   if (ctx_map_ != nullptr) munmap(ctx_map_, kCtxFileSize);
 }

@@ -348,6 +348,7 @@ class SystrapPlatform final : public Platform {
   // A stub process that was SIGKILLed: a thread of the platform reaps it and then frees
   // its slice.
   void Bury(pid_t pid, int slice);
+  void EndRun() override;
   int memory_fd() const { return memory_file_.fd; }
   bool syscall_patching() const { return options_.syscall_patching; }
   // Table slot of the trampoline for the site at `site` with syscall `nr`, written on
@@ -406,6 +407,8 @@ class SystrapPlatform final : public Platform {
   std::condition_variable reaper_cv_;
   std::deque<std::pair<pid_t, int>> dead_ ABSL_GUARDED_BY(reaper_mu_);  // (pid, slice)
   bool stop_reaper_ ABSL_GUARDED_BY(reaper_mu_) = false;
+  // EndRun in a PID namespace's init: the namespace's end reaps every stub (see EndRun).
+  bool leave_to_namespace_ ABSL_GUARDED_BY(reaper_mu_) = false;
   std::thread reaper_;
   std::mutex mu_;
   std::vector<int> free_slices_ ABSL_GUARDED_BY(mu_);

@@ -170,16 +170,21 @@ void TaskExited(Task& t) {
       }
     }
   }
-  // The group's CPU time and size, read while its stub process is still there.
-  if (tg->tasks.size() == 1) tg->AccountImage(k.memory_file().fd());
-  if (tg->tasks.size() == 1 && tg->pid() == 1) {
-    // init's last thread: the run ends here, and every other process is killed
-    // (PID-namespace semantics). Killed first, none runs on to find the memory file
-    // refusing allocations; then no address space's pages need giving back.
+  // init's last thread: the run ends here.
+  const bool run_ends = tg->tasks.size() == 1 && tg->pid() == 1;
+  // The group's CPU time and size, read while its stub process is still there. init's
+  // size has no reader: it has no parent to wait for it, and the run's record reports
+  // the memory file's peak instead.
+  if (tg->tasks.size() == 1) tg->AccountImage(k.memory_file().fd(), /*note_rss=*/!run_ends);
+  if (run_ends) {
+    // Every other process is killed (PID-namespace semantics). Killed first, none runs
+    // on to find the memory file refusing allocations; then no address space's pages
+    // need giving back.
     for (auto& other : k.ThreadGroups()) {
       if (other != tg && !other->zombie) ExitGroup(*other, SIGKILL);
     }
     k.memory_file().EndRun();
+    k.platform().EndRun();
   }
   // The address space (a stub process under ptrace) must die on this thread.
   t.ctx.reset();

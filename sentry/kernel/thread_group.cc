@@ -18,8 +18,8 @@ absl::Duration ThreadGroup::CpuTime() const {
   return cpu_done + live.value_or(absl::ZeroDuration());
 }
 
-void ThreadGroup::AccountImage(int memfd) {
-  NoteMaxRss(memfd, *this);
+void ThreadGroup::AccountImage(int memfd, bool note_rss) {
+  if (note_rss) NoteMaxRss(memfd, *this);
   std::shared_ptr<mm::MemoryManager> m = cpu_mm.lock();
   cpu_mm.reset();
   if (!m) return;

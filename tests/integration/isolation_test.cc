@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "tests/integration/runner.h"
 
@@ -244,8 +246,8 @@ TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
   // Each is named for ps, top and perf.
   std::set<std::string> names;
   for (pid_t pid : tree) {
-    names.insert(std::string(absl::StripTrailingAsciiWhitespace(
-        ReadHostFile(absl::StrCat("/proc/", pid, "/comm")))));
+    names.insert(std::string(
+        absl::StripTrailingAsciiWhitespace(ReadHostFile(absl::StrCat("/proc/", pid, "/comm")))));
   }
   kill(cli, SIGKILL);
   waitpid(cli, nullptr, 0);
@@ -266,6 +268,73 @@ TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
   EXPECT_TRUE(left.empty()) << left.size() << " sandbox processes outlived the CLI by 10 s, e.g. "
                             << ReadHostFile(
                                    absl::StrCat("/proc/", left.empty() ? 0 : left[0], "/cmdline"));
+}
+
+// The start time of a process (/proc/PID/stat field 22), "" once it is gone: with the
+// pid it names one process even if the pid is used again.
+std::string StartTime(pid_t pid) {
+  std::string stat = ReadHostFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return "";
+  std::vector<std::string> fields = absl::StrSplit(stat.substr(paren + 2), ' ');
+  return fields.size() > 19 ? fields[19] : "";
+}
+
+// When `usentry run` returns, no process of the sandbox is left, not even a zombie: the
+// app's other processes (killed with init), their stubs, the sentry and the gofer.
+TEST_P(IsolationTest, AnEndedRunLeavesNoProcessBehind) {
+  int out[2], in[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  pid_t cli = fork();
+  ASSERT_GE(cli, 0);
+  if (cli == 0) {
+    dup2(out[1], 1);
+    dup2(in[0], 0);
+    const char* argv[] = {USENTRY_BIN,
+                          "run",
+                          "--platform",
+                          GetParam().c_str(),
+                          "--",
+                          kBusybox,
+                          "sh",
+                          "-c",
+                          "sleep 100 & sleep 100 & echo ready; read x; exit 0",
+                          nullptr};
+    const char* envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
+    execve(USENTRY_BIN, const_cast<char**>(argv), const_cast<char**>(envp));
+    _exit(127);
+  }
+  close(out[1]);
+  close(in[0]);
+  std::string got;
+  char buf[64];
+  pollfd pfd{out[0], POLLIN, 0};
+  while (got.find("ready\n") == std::string::npos && poll(&pfd, 1, 60000) == 1) {
+    ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, n);
+  }
+  std::map<pid_t, std::string> tree;
+  for (pid_t pid : ProcessTree(cli)) {
+    if (pid != cli) tree[pid] = StartTime(pid);
+  }
+  close(in[1]);  // the shell's read ends, and with it the run
+  int status = 0;
+  ASSERT_EQ(waitpid(cli, &status, 0), cli);
+  std::vector<pid_t> left;
+  for (const auto& [pid, start] : tree) {
+    if (!start.empty() && StartTime(pid) == start) left.push_back(pid);
+  }
+  for (pid_t pid : left) kill(pid, SIGKILL);  // do not leave them to the next test
+  close(out[0]);
+  ASSERT_EQ(got, "ready\n") << "the sandboxed shell did not start";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // The gofer, the sentry and a stub for each of the three app processes at least.
+  EXPECT_GE(tree.size(), 4u);
+  EXPECT_TRUE(left.empty()) << left.size() << " sandbox processes outlived the CLI, e.g. "
+                            << ReadHostFile(
+                                   absl::StrCat("/proc/", left.empty() ? 0 : left[0], "/comm"));
 }
 
 // AF_UNIX sockets live in the sentry: a host socket inside a rw mount cannot be
