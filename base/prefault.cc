@@ -66,7 +66,11 @@ bool PrefaultReadOnlyImage() {
   return all;
 }
 
-bool PrefaultHeap(size_t extra) {
+HeapRange PrepareHeap(size_t extra) {
+  // Every thread allocates from the one brk heap populated here: without a limit each
+  // new thread's first malloc (or free: its tcache) makes an arena of its own, mapped
+  // apart and faulted page by page.
+  mallopt(M_ARENA_MAX, 1);
   // Blocks up to 16 MiB come from the heap (not fresh mmaps, faulted page by page each
   // time), and a free never returns heap pages to the kernel.
   mallopt(M_MMAP_THRESHOLD, 16 << 20);
@@ -77,7 +81,11 @@ bool PrefaultHeap(size_t extra) {
   free(block);
   const auto end = reinterpret_cast<uintptr_t>(sbrk(0));
   // The main arena is one contiguous brk area of mallinfo2().arena bytes ending at the break.
-  return Populate(end - mallinfo2().arena, end, MADV_POPULATE_WRITE);
+  return {end - mallinfo2().arena, end};
 }
+
+bool PopulateHeap(HeapRange heap) { return Populate(heap.start, heap.end, MADV_POPULATE_WRITE); }
+
+bool PrefaultHeap(size_t extra) { return PopulateHeap(PrepareHeap(extra)); }
 
 }  // namespace usentry
