@@ -17,10 +17,12 @@
 // for the next trap; FillAhead lets it (platform::IdleWork) fill the chunks of unfilled
 // writable private file mappings — data segments, which a program usually touches
 // nearly whole soon after its start (python3 faulted in 22 of its 24) — before the app
-// touches them. The fault still comes, since the pages stay PROT_NONE until then (the
+// touches them. A fault still comes, since the pages stay PROT_NONE until then (the
 // stub is running app code and cannot map them), but it costs no file read and no page
-// allocation (~40 of its ~55 us here). The pages count as resident from then on, like
-// Linux's fault-around; kFillAheadBudget bounds that per address space.
+// allocation (~40 of its ~55 us here), and it maps every chunk filled ahead so far, a
+// run of adjacent chunks with one host call (MapPrefilled): python3's faults to the
+// sentry went from 23 to 10-18. The pages count as resident from then on, like Linux's
+// fault-around; kFillAheadBudget bounds that per address space.
 //
 // Filling writes the file's bytes into pages that, after fork, both address spaces may
 // map (copy-on-write): both would write the same bytes, and neither writes such pages in
@@ -29,6 +31,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
+#include <vector>
 
 #include "sentry/mm/bounce_buffer.h"
 #include "sentry/mm/memory_manager.h"
@@ -80,7 +84,13 @@ SysStatus MemoryManager::FillSpan(uint64_t lo, uint64_t hi) const {
   SplitAt(lo);
   SplitAt(hi);
   Vma& piece = vmas_.find(lo)->second;
-  if (!piece.prefilled) RETURN_IF_ERRNO(FillPages(piece, lo, hi));
+  if (piece.prefilled) {
+    // Its neighbours were most likely filled ahead too, and will be touched next: one
+    // host mapping for all of them instead of a fault each (~25 us here).
+    MapPrefilled();
+    return SysOk();
+  }
+  RETURN_IF_ERRNO(FillPages(piece, lo, hi));
   piece.lazy_fill = nullptr;
   piece.prefilled = false;
   MapIntoAs(piece);
@@ -108,6 +118,40 @@ bool MemoryManager::FillAhead() {
   }
   fill_ahead_pending_.store(false, std::memory_order_relaxed);
   return false;
+}
+
+void MemoryManager::MapPrefilled() const {
+  // Runs of prefilled pieces that continue one mapping (split from one VMA by FillAhead):
+  // each run is mapped with one host call, then merged back.
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  for (auto it = vmas_.begin(); it != vmas_.end(); ++it) {
+    if (!it->second.prefilled) continue;
+    Vma run = it->second;
+    for (auto next = std::next(it); next != vmas_.end(); it = next, next = std::next(next)) {
+      const Vma& n = next->second;
+      if (!n.prefilled || n.start != run.end || n.range != run.range ||
+          n.range_off != run.range_off + (run.end - run.start) || n.prot != run.prot ||
+          n.cow != run.cow) {
+        break;
+      }
+      run.end = n.end;
+    }
+    for (auto p = vmas_.find(run.start); p != vmas_.end() && p->first < run.end; ++p) {
+      p->second.lazy_fill = nullptr;
+      p->second.prefilled = false;
+    }
+    run.lazy_fill = nullptr;
+    run.prefilled = false;
+    MapIntoAs(run);
+    runs.emplace_back(run.start, run.end);
+  }
+  for (const auto& [lo, hi] : runs) {
+    // Back to front, so that each piece's start is still a VMA of its own when merged.
+    std::vector<uint64_t> starts;
+    for (auto p = vmas_.find(lo); p != vmas_.end() && p->first < hi; ++p)
+      starts.push_back(p->first);
+    for (auto s = starts.rbegin(); s != starts.rend(); ++s) MergeAround(*s);
+  }
 }
 
 void MemoryManager::FillForPatching(uint64_t addr) const {

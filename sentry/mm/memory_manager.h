@@ -228,6 +228,10 @@ class MemoryManager {
   // or page allocation (fill.cc). Called under the kernel lock while this address
   // space's app code runs; false when nothing is left to fill ahead.
   bool FillAhead();
+  // Maps every chunk FillAhead filled (Vma::prefilled) into the address space with the
+  // VMA's protection, one host call per run of adjacent chunks; the first touch of each
+  // then costs no fault.
+  void MapPrefilled() const;
   // Whether FillAhead may find work: a hint, read without the kernel lock.
   bool fill_ahead_pending() const { return fill_ahead_pending_.load(std::memory_order_relaxed); }
   // The platform could not patch a syscall site at `addr` because its pages are not

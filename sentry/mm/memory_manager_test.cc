@@ -468,10 +468,12 @@ class FakeAddressSpace : public platform::AddressSpace {
   };
   absl::Status MapFile(uint64_t addr, uint64_t len, uint64_t offset, platform::Prot prot) override {
     if (refuse_maps) return absl::ResourceExhaustedError("mmap: ENOMEM");
+    ++maps;
     for (uint64_t p = 0; p < len; p += kPageSize) pages[addr + p] = Page{offset + p, prot, false};
     return absl::OkStatus();
   }
   bool refuse_maps = false;  // as a host at vm.max_map_count would
+  int maps = 0;              // MapFile calls
   int unmaps = 0;
   absl::Status MapHostFile(uint64_t addr, uint64_t len, const std::shared_ptr<const UniqueFd>& file,
                            uint64_t offset, platform::Prot prot) override {
@@ -979,12 +981,46 @@ TEST_F(HostFileTest, FillAheadFillsWritableChunksBeforeTheirFault) {
   EXPECT_FALSE(mm_->FillAhead());
   EXPECT_FALSE(mm_->fill_ahead_pending());
   ASSERT_EQ(reads_.size(), 3u);
+  // The sentry's own read of the third chunk maps the second too (both filled ahead):
+  // the app's touch there no longer needs the sentry.
   EXPECT_EQ(Byte(*mm_, w + 2 * kChunk + 3 * kPageSize),
             (2 * kPageSize + 2 * kChunk + 3 * kPageSize) / kPageSize + 1);
   EXPECT_EQ(mm_->HandleFault((w + kChunk).value(), /*write=*/false, false),
-            MemoryManager::FaultResult::kResolved);
+            MemoryManager::FaultResult::kStale);
   EXPECT_EQ(reads_.size(), 3u);
   EXPECT_TRUE(FromHost(as, ro, 2 * kChunk, 2 * kPageSize));
+}
+
+// The first fault on a chunk filled ahead maps every chunk filled ahead so far, with one
+// host mapping per run of adjacent chunks of one VMA: the other chunks' first touches
+// then reach no fault, and the pieces merge back into their VMAs.
+TEST_F(HostFileTest, AFaultOnAChunkFilledAheadMapsEveryOne) {
+  FakeAddressSpace* as = Activate(*mm_);
+  GuestAddr w = MapFile(3 * kChunk, PROT_READ | PROT_WRITE);
+  GuestAddr v = MapFile(2 * kChunk, PROT_READ | PROT_WRITE);
+  while (mm_->FillAhead()) {
+  }
+  ASSERT_EQ(reads_.size(), 5u);
+  const int maps = as->maps;
+  EXPECT_EQ(mm_->HandleFault((w + kChunk + 8).value(), /*write=*/true, false),
+            MemoryManager::FaultResult::kResolved);
+  EXPECT_EQ(as->maps - maps, 2);
+  for (auto [start, len] : {std::pair{w, 3 * kChunk}, std::pair{v, 2 * kChunk}}) {
+    for (uint64_t p = 0; p < len; p += kPageSize) {
+      EXPECT_EQ(as->pages[start.value() + p].prot, PROT_READ | PROT_WRITE) << p;
+      EXPECT_EQ(as->pages[start.value() + p].host_file, nullptr) << p;
+    }
+    int pieces = 0;
+    for (const auto& [s, vma] : mm_->vmas())
+      pieces += s >= start.value() && s < (start + len).value();
+    EXPECT_EQ(pieces, 1);
+  }
+  EXPECT_EQ(mm_->HandleFault((v + 8).value(), /*write=*/true, false),
+            MemoryManager::FaultResult::kStale);
+  EXPECT_EQ(reads_.size(), 5u);  // nothing read again
+  EXPECT_EQ(Byte(*mm_, v + kChunk + kPageSize + 1),
+            (2 * kPageSize + kChunk + kPageSize) / kPageSize + 1);
+  EXPECT_EQ(Byte(*mm_, w + 2 * kChunk), (2 * kPageSize + 2 * kChunk) / kPageSize + 1);
 }
 
 // A chunk filled ahead and then shared by fork holds the file's bytes on both sides, and
