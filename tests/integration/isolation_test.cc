@@ -217,31 +217,51 @@ bool Alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
-// A supervisor that SIGKILLs `usentry run` (a timeout, an OOM kill) must not leave the
-// sentry, gofer or stubs behind running the app unsupervised.
-TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
-  int out[2];
-  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
-  pid_t cli = fork();
-  ASSERT_GE(cli, 0);
-  if (cli == 0) {
+// `usentry run --platform P -- busybox sh -c SCRIPT`, forked with pipes on its stdin and
+// stdout, read until the script printed "ready" (or 60 s passed).
+struct ReadyCli {
+  pid_t pid = -1;
+  int in = -1;   // the CLI's stdin, ours to write and close
+  int out = -1;  // the CLI's stdout
+  std::string got;
+};
+ReadyCli StartUntilReady(const std::string& platform, const char* script) {
+  int out[2], in[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(in, O_CLOEXEC) != 0) return {};
+  ReadyCli cli;
+  cli.pid = fork();
+  if (cli.pid == 0) {
     dup2(out[1], 1);
-    const char* argv[] = {USENTRY_BIN, "run", "--platform", GetParam().c_str(),           "--",
-                          kBusybox,    "sh",  "-c",         "echo ready; exec sleep 100", nullptr};
+    dup2(in[0], 0);
+    const char* argv[] = {USENTRY_BIN, "run", "--platform", platform.c_str(), "--",
+                          kBusybox,    "sh",  "-c",         script,           nullptr};
     const char* envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
     execve(USENTRY_BIN, const_cast<char**>(argv), const_cast<char**>(envp));
     _exit(127);
   }
   close(out[1]);
-  std::string got;
+  close(in[0]);
+  cli.in = in[1];
+  cli.out = out[0];
   char buf[64];
-  pollfd pfd{out[0], POLLIN, 0};
-  while (got.find("ready\n") == std::string::npos && poll(&pfd, 1, 60000) == 1) {
-    ssize_t n = read(out[0], buf, sizeof buf);
+  pollfd pfd{cli.out, POLLIN, 0};
+  while (cli.got.find("ready\n") == std::string::npos && poll(&pfd, 1, 60000) == 1) {
+    ssize_t n = read(cli.out, buf, sizeof buf);
     if (n <= 0) break;
-    got.append(buf, n);
+    cli.got.append(buf, n);
   }
-  close(out[0]);
+  return cli;
+}
+
+// A supervisor that SIGKILLs `usentry run` (a timeout, an OOM kill) must not leave the
+// sentry, gofer or stubs behind running the app unsupervised.
+TEST_P(IsolationTest, KillingTheCliEndsTheWholeSandbox) {
+  ReadyCli started = StartUntilReady(GetParam(), "echo ready; exec sleep 100");
+  ASSERT_GE(started.pid, 0);
+  const pid_t cli = started.pid;
+  const std::string got = started.got;
+  close(started.in);
+  close(started.out);
   std::set<pid_t> tree = ProcessTree(cli);
   // Each is named for ps, top and perf.
   std::set<std::string> names;
@@ -283,43 +303,15 @@ std::string StartTime(pid_t pid) {
 // When `usentry run` returns, no process of the sandbox is left, not even a zombie: the
 // app's other processes (killed with init), their stubs, the sentry and the gofer.
 TEST_P(IsolationTest, AnEndedRunLeavesNoProcessBehind) {
-  int out[2], in[2];
-  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
-  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
-  pid_t cli = fork();
-  ASSERT_GE(cli, 0);
-  if (cli == 0) {
-    dup2(out[1], 1);
-    dup2(in[0], 0);
-    const char* argv[] = {USENTRY_BIN,
-                          "run",
-                          "--platform",
-                          GetParam().c_str(),
-                          "--",
-                          kBusybox,
-                          "sh",
-                          "-c",
-                          "sleep 100 & sleep 100 & echo ready; read x; exit 0",
-                          nullptr};
-    const char* envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
-    execve(USENTRY_BIN, const_cast<char**>(argv), const_cast<char**>(envp));
-    _exit(127);
-  }
-  close(out[1]);
-  close(in[0]);
-  std::string got;
-  char buf[64];
-  pollfd pfd{out[0], POLLIN, 0};
-  while (got.find("ready\n") == std::string::npos && poll(&pfd, 1, 60000) == 1) {
-    ssize_t n = read(out[0], buf, sizeof buf);
-    if (n <= 0) break;
-    got.append(buf, n);
-  }
+  ReadyCli started =
+      StartUntilReady(GetParam(), "sleep 100 & sleep 100 & echo ready; read x; exit 0");
+  ASSERT_GE(started.pid, 0);
+  const pid_t cli = started.pid;
   std::map<pid_t, std::string> tree;
   for (pid_t pid : ProcessTree(cli)) {
     if (pid != cli) tree[pid] = StartTime(pid);
   }
-  close(in[1]);  // the shell's read ends, and with it the run
+  close(started.in);  // the shell's read ends, and with it the run
   int status = 0;
   ASSERT_EQ(waitpid(cli, &status, 0), cli);
   std::vector<pid_t> left;
@@ -327,8 +319,8 @@ TEST_P(IsolationTest, AnEndedRunLeavesNoProcessBehind) {
     if (!start.empty() && StartTime(pid) == start) left.push_back(pid);
   }
   for (pid_t pid : left) kill(pid, SIGKILL);  // do not leave them to the next test
-  close(out[0]);
-  ASSERT_EQ(got, "ready\n") << "the sandboxed shell did not start";
+  close(started.out);
+  ASSERT_EQ(started.got, "ready\n") << "the sandboxed shell did not start";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   // The gofer, the sentry and a stub for each of the three app processes at least.
   EXPECT_GE(tree.size(), 4u);
