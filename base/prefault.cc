@@ -86,6 +86,4 @@ HeapRange PrepareHeap(size_t extra) {
 
 bool PopulateHeap(HeapRange heap) { return Populate(heap.start, heap.end, MADV_POPULATE_WRITE); }
 
-bool PrefaultHeap(size_t extra) { return PopulateHeap(PrepareHeap(extra)); }
-
 }  // namespace usentry

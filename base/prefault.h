@@ -22,19 +22,16 @@ namespace usentry {
 // multi-threaded process may call it before exec or its own threads.
 bool PrefaultReadOnlyImage();
 
-// For a process that allocates a lot and lives for one run (the sentry): keeps the
-// malloc heap (brk) the only arena, never given back or bypassed by mmap for blocks
-// under 16 MiB, grows it by `extra` bytes, and maps all of it writable now with
-// MADV_POPULATE_WRITE.
-// That also gives this process its own copy of every heap page it shares with its
-// parent since fork or clone. Without it, each first write to a heap page is a fault
-// (a fresh page, or a copy-on-write one), 10-30 us each on a VM like the above. Call
-// before the process's seccomp filter. Returns whether the kernel populated the heap.
-bool PrefaultHeap(size_t extra);
-
-// PrefaultHeap in two steps, for a caller that populates on another thread: the heap's
-// growth and settings (malloc calls), then the populate (one madvise, no allocation),
-// which may run on a thread beside the caller's other work.
+// For a process that allocates a lot and lives for one run (the sentry), in two steps so
+// that the second may run on a thread beside the caller's other work:
+// PrepareHeap keeps the malloc heap (brk) the only arena, never given back or bypassed
+// by mmap for blocks under 16 MiB, grows it by `extra` bytes (malloc calls), and returns
+// its range. PopulateHeap maps that range writable now with MADV_POPULATE_WRITE (one
+// madvise, no allocation), which also gives this process its own copy of every heap page
+// it shares with its parent since fork or clone. Without it, each first write to a heap
+// page is a fault (a fresh page, or a copy-on-write one), 10-30 us each on a VM like
+// the above. Populate before the process's seccomp filter, or under one that allows
+// madvise. PopulateHeap returns whether the kernel populated the heap.
 struct HeapRange {
   uintptr_t start = 0;
   uintptr_t end = 0;

@@ -80,7 +80,7 @@ TEST(PrefaultTest, HeapBlocksAreMappedBeforeTheirFirstWrite) {
   ASSERT_GT(AbsentIn(before, 1 << 20), 0u);
   free(before);
   // Skipped only on kernels before 5.14, as above.
-  if (!PrefaultHeap(4 << 20)) GTEST_SKIP() << "MADV_POPULATE_WRITE needs Linux 5.14";
+  if (!PopulateHeap(PrepareHeap(4 << 20))) GTEST_SKIP() << "MADV_POPULATE_WRITE needs Linux 5.14";
   void* after = malloc(1 << 20);
   EXPECT_EQ(AbsentIn(after, 1 << 20), 0u);
   free(after);
