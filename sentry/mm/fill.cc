@@ -123,25 +123,25 @@ bool MemoryManager::FillAhead() {
 void MemoryManager::MapPrefilled() const {
   // Runs of prefilled pieces that continue one mapping (split from one VMA by FillAhead):
   // each run is mapped with one host call, then merged back.
+  auto take = [](Vma& piece) {
+    piece.lazy_fill = nullptr;
+    piece.prefilled = false;
+  };
   std::vector<std::pair<uint64_t, uint64_t>> runs;
   for (auto it = vmas_.begin(); it != vmas_.end(); ++it) {
     if (!it->second.prefilled) continue;
+    take(it->second);
     Vma run = it->second;
     for (auto next = std::next(it); next != vmas_.end(); it = next, next = std::next(next)) {
-      const Vma& n = next->second;
+      Vma& n = next->second;
       if (!n.prefilled || n.start != run.end || n.range != run.range ||
           n.range_off != run.range_off + (run.end - run.start) || n.prot != run.prot ||
           n.cow != run.cow) {
         break;
       }
+      take(n);
       run.end = n.end;
     }
-    for (auto p = vmas_.find(run.start); p != vmas_.end() && p->first < run.end; ++p) {
-      p->second.lazy_fill = nullptr;
-      p->second.prefilled = false;
-    }
-    run.lazy_fill = nullptr;
-    run.prefilled = false;
     MapIntoAs(run);
     runs.emplace_back(run.start, run.end);
   }
