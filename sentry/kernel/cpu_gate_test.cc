@@ -41,6 +41,15 @@ class CpuGateTest : public ::testing::Test {
     });
   }
 
+  // `a` takes the gate's only slot, then `b` asks for it on a thread of its own (`rb`
+  // is its Enter's result), which is returned once `b` waits. Kernel lock held.
+  std::thread HoldAndQueue(CpuGate& gate, Task& a, Task& b, int& rb) {
+    EXPECT_TRUE(gate.Enter(a));
+    std::thread tb = EnterOnThread(gate, b, rb);
+    EXPECT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    return tb;
+  }
+
   // `a` holds the gate's only slot, marked to yield, and `b` waits for it (`rb` is
   // its Enter's result): a's way back into app code gives b the slot and queues a, and
   // b's Leave gives it back to a, no longer marked. Kernel lock held.
@@ -101,8 +110,7 @@ TEST_F(CpuGateTest, AHolderWhoseSliceEndedGivesItsSlotToTheWaiter) {
   std::thread tb;
   {
     absl::MutexLock l(&k().mu);
-    ASSERT_TRUE(gate.Enter(*a));
-    tb = EnterOnThread(gate, *b, rb);
+    tb = HoldAndQueue(gate, *a, *b, rb);
     // The waiter asks the holder to yield once the holder's slice is over.
     ASSERT_TRUE(Await([&] { return a->cpu_slot.yield; }));
     EXPECT_TRUE(a->cpu_slot.held);
@@ -122,8 +130,7 @@ TEST_F(CpuGateTest, AHolderThatDoesNotYieldIsAskedAgainASliceLater) {
   std::thread tb;
   {
     absl::MutexLock l(&k().mu);
-    ASSERT_TRUE(gate.Enter(*a));
-    tb = EnterOnThread(gate, *b, rb);
+    tb = HoldAndQueue(gate, *a, *b, rb);
     ASSERT_TRUE(Await([&] { return a->cpu_slot.yield; }));
     const absl::Time first = a->cpu_slot.asked;
     ASSERT_TRUE(Await([&] { return a->cpu_slot.asked > first; }));
@@ -142,10 +149,8 @@ TEST_F(CpuGateTest, ATaskWakingFromASleepAsksAHolderThatRanAWhileToYield) {
   std::thread tb, tc;
   {
     absl::MutexLock l(&k().mu);
-    ASSERT_TRUE(gate.Enter(*a));
     // Within its first 200 ms the holder keeps its slot (and its slice is an hour).
-    tb = EnterOnThread(gate, *b, rb);
-    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    tb = HoldAndQueue(gate, *a, *b, rb);
     EXPECT_FALSE(a->cpu_slot.yield);
     // Past them, the next task to wake up asks it to yield at once.
     k().mu.Unlock();
@@ -193,9 +198,7 @@ TEST_F(CpuGateTest, AKilledWaiterLeavesTheQueueWithoutASlot) {
   std::thread tb;
   {
     absl::MutexLock l(&k().mu);
-    ASSERT_TRUE(gate.Enter(*a));
-    tb = EnterOnThread(gate, *b, rb);
-    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    tb = HoldAndQueue(gate, *a, *b, rb);
     b->killed = true;
     b->Interrupt();
     ASSERT_TRUE(Await([&] { return rb == 0; }));
