@@ -1,4 +1,5 @@
-// Tests of ScopedCpuPin and CpuFollower on real threads: the masks the kernel reports.
+// Tests of HoldThreadCpu, ReleaseThreadCpu and CpuFollower on real threads: the masks the
+// kernel reports.
 #include "base/cpu_pin.h"
 
 #include <sched.h>
@@ -36,21 +37,64 @@ void OnThread(F f) {
   t.join();
 }
 
-TEST(ScopedCpuPinTest, HoldsTheThreadWhereItRunsAndGivesItsCpusBack) {
+TEST(HoldThreadCpuTest, HoldsTheThreadWhereItRunsUntilReleased) {
   OnThread([] {
     const cpu_set_t home = MaskOf(0);
-    {
-      ScopedCpuPin pin;
-      ASSERT_NE(pin.cpu(), kAnyCpu);
-      EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{static_cast<int>(pin.cpu())});
-      EXPECT_EQ(sched_getcpu(), static_cast<int>(pin.cpu()));
-      EXPECT_TRUE(CPU_ISSET(pin.cpu(), &home));
-    }
+    const uint32_t cpu = HoldThreadCpu();
+    ASSERT_NE(cpu, kAnyCpu);
+    EXPECT_TRUE(CPU_ISSET(cpu, &home));
+    EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{static_cast<int>(cpu)});
+    EXPECT_EQ(sched_getcpu(), static_cast<int>(cpu));
+    // Held already: the same CPU again, and still held after any number of calls.
+    EXPECT_EQ(HoldThreadCpu(), cpu);
+    EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{static_cast<int>(cpu)});
+    ReleaseThreadCpu();
+    EXPECT_TRUE(SameMask(home, MaskOf(0)));
+    // Releasing a thread that holds nothing changes nothing, nor does it forget the mask.
+    ReleaseThreadCpu();
     EXPECT_TRUE(SameMask(home, MaskOf(0)));
   });
 }
 
-TEST(ScopedCpuPinTest, AThreadOnOneCpuNamesItAndKeepsItsMask) {
+TEST(HoldThreadCpuTest, AHoldIsPerThread) {
+  OnThread([] {
+    const cpu_set_t home = MaskOf(0);
+    const uint32_t cpu = HoldThreadCpu();
+    ASSERT_NE(cpu, kAnyCpu);
+    // A thread it starts inherits the narrow mask but no hold: releasing changes nothing.
+    OnThread([&] {
+      ReleaseThreadCpu();
+      EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{static_cast<int>(cpu)});
+    });
+    EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{static_cast<int>(cpu)});
+    ReleaseThreadCpu();
+    EXPECT_TRUE(SameMask(home, MaskOf(0)));
+  });
+}
+
+TEST(HoldThreadCpuTest, AHoldThatSomethingElseUndidIsTakenAgain) {
+  OnThread([] {
+    const cpu_set_t home = MaskOf(0);
+    const std::vector<int> cpus = CpusIn(home);
+    if (cpus.size() < 2) GTEST_SKIP() << "one CPU: a hold changes no mask";
+    const uint32_t first = HoldThreadCpu();
+    ASSERT_NE(first, kAnyCpu);
+    const int other = static_cast<int>(first) == cpus.front() ? cpus.back() : cpus.front();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(other, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // moves the thread
+    EXPECT_EQ(HoldThreadCpu(), static_cast<uint32_t>(other));
+    ASSERT_EQ(sched_setaffinity(0, sizeof(home), &home), 0);
+    const uint32_t again = HoldThreadCpu();
+    ASSERT_NE(again, kAnyCpu);
+    EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{static_cast<int>(again)});
+    ReleaseThreadCpu();
+    EXPECT_TRUE(SameMask(home, MaskOf(0)));
+  });
+}
+
+TEST(HoldThreadCpuTest, AThreadOnOneCpuNamesItAndKeepsItsMask) {
   OnThread([] {
     const std::vector<int> cpus = CpusIn(MaskOf(0));
     ASSERT_FALSE(cpus.empty());
@@ -58,10 +102,8 @@ TEST(ScopedCpuPinTest, AThreadOnOneCpuNamesItAndKeepsItsMask) {
     CPU_ZERO(&one);
     CPU_SET(cpus.back(), &one);
     ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
-    {
-      ScopedCpuPin pin;
-      EXPECT_EQ(pin.cpu(), static_cast<uint32_t>(cpus.back()));
-    }
+    EXPECT_EQ(HoldThreadCpu(), static_cast<uint32_t>(cpus.back()));
+    ReleaseThreadCpu();
     EXPECT_EQ(CpusIn(MaskOf(0)), std::vector<int>{cpus.back()});
   });
 }

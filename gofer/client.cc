@@ -26,8 +26,8 @@ static SysResult<Reply> Call(UniqueFd& sock, uint64_t& next_tag,
                              std::array<uint64_t, Client::kOpSlots>& trips_by_op, Request& req) {
   if (!sock.valid()) return Errno{EIO};
   // The gofer answers on the CPU this thread waits on: both hand-offs stay on one CPU.
-  ScopedCpuPin pin;
-  req.cpu = pin.cpu();
+  // The thread stays held there after the call, until it sleeps (base/cpu_pin.h).
+  req.cpu = HoldThreadCpu();
   req.tag = next_tag++;
   std::string bytes = EncodeRequest(req);
   if (bytes.size() > kMaxMessageSize) return Errno{ENAMETOOLONG};

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_pin.h"
 #include "gofer/client.h"
 #include "gofer/gofer_test_util.h"
 #include "gtest/gtest.h"
@@ -152,7 +153,7 @@ void HoldOn(int cpu) {
 }
 
 // The server waits for the next request on the CPU its client waited on for the last
-// answer (base/cpu_pin.h), and the client keeps the CPUs it had.
+// answer (base/cpu_pin.h), and the client gets the CPUs it had back when it lets go.
 TEST_F(GoferServerTest, TheServerWaitsOnTheCpuItsClientWaitsOn) {
   const std::vector<int> mine = CpusOf(0);
   const pid_t server = harness_->server_tid();
@@ -174,10 +175,15 @@ TEST_F(GoferServerTest, TheServerWaitsOnTheCpuItsClientWaitsOn) {
   CPU_ZERO(&all);
   for (int c : mine) CPU_SET(c, &all);
   ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
-  // Unpinned again, the client still names the CPU it waits on, and holds itself there
-  // only for the call.
+  // Free again, the client names the CPU it waits on and stays held there after the
+  // call, until it is about to sleep (ReleaseThreadCpu).
   ASSERT_TRUE(c().Stat(file).ok());
-  EXPECT_EQ(CpusOf(server).size(), 1u);
+  const std::vector<int> held = CpusOf(0);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(CpusOf(server), held);
+  ASSERT_TRUE(c().Stat(file).ok());
+  EXPECT_EQ(CpusOf(0), held);
+  ReleaseThreadCpu();
   EXPECT_EQ(CpusOf(0), mine);
 }
 

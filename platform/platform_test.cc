@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/cpu_pin.h"
 #include "base/tick_clock.h"
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
@@ -1104,6 +1105,49 @@ TEST(SystrapMoveTest, MovingOffThisCpuKeepsTheAffinity) {
     ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
     EXPECT_TRUE(CPU_EQUAL(&one, &after));
   }).join();
+}
+
+// A thread held on its CPU by its gofer calls (base/cpu_pin.h) lets go of it before
+// MoveOffThisCpu reads the mask: it moves, and ends with the CPUs it had before the hold.
+TEST(SystrapMoveTest, AThreadHeldOnItsCpuLetsGoAndMoves) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: nowhere to move";
+  std::thread([&] {
+    const uint32_t held = HoldThreadCpu();
+    ASSERT_NE(held, kAnyCpu);
+    EXPECT_TRUE(systrap::MoveOffThisCpu());
+    EXPECT_NE(sched_getcpu(), static_cast<int>(held));
+    cpu_set_t after;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after));
+  }).join();
+}
+
+// A sentry thread held on its CPU by its gofer calls lets go of it before it sleeps
+// while app code runs (systrap: once its spin ends; ptrace: always), so that it can be
+// woken on whichever CPU is idle.
+TEST_P(PlatformTest, ASentryThreadLetsGoOfItsCpuHoldWhileAppCodeRuns) {
+  cpu_set_t home;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(home), &home), 0);
+  if (CPU_COUNT(&home) < 2) GTEST_SKIP() << "one CPU: a hold changes no mask";
+  auto g = Gen();
+  Xbyak::Label spin;
+  g.L(spin);
+  g.jmp(spin);
+  Load(g);
+  ASSERT_NE(HoldThreadCpu(), kAnyCpu);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ctx_->Interrupt();
+  });
+  SwitchResult r = RunApp();
+  t.join();
+  EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  ReleaseThreadCpu();  // this test thread's own mask, whatever happened above
+  EXPECT_TRUE(CPU_EQUAL(&home, &after));
 }
 
 TEST_P(PlatformTest, StubDeathIsAnError) {

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/cpu_pin.h"
 #include "base/phases.h"
 #include "gofer/client.h"
 #include "sentry/fsimpl/devfs.h"
@@ -256,6 +257,7 @@ bool WaitForInitOrTimeout(Kernel& k, absl::Time start, absl::Duration timeout)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(k.mu) {
   const absl::Time deadline =
       timeout == absl::ZeroDuration() ? absl::InfiniteFuture() : start + timeout;
+  ReleaseThreadCpu();  // held by the set-up's gofer calls (base/cpu_pin.h); it sleeps now
   while (!k.init_exited) {
     if (!k.init_exit_cv.WaitWithDeadline(&k.mu, deadline) || k.init_exited) continue;
     if (absl::Now() < deadline) continue;

@@ -15,6 +15,7 @@
 
 #include "abi/signal.h"
 #include "absl/strings/str_format.h"
+#include "base/cpu_pin.h"
 #include "base/status_macros.h"
 #include "base/tick_clock.h"
 
@@ -286,6 +287,9 @@ absl::StatusOr<SwitchResult> PtraceContext::Switch(AddressSpace& as, Registers& 
     // Interrupted before running: registers are as given (already set on the host).
     return SwitchResult{.kind = SwitchKind::kInterrupted};
   }
+  // The thread sleeps in waitpid until the app's next stop: a hold for its gofer calls
+  // (base/cpu_pin.h) must not decide where it wakes.
+  ReleaseThreadCpu();
   const int64_t since = TickNow();
   running_since_.store(since, std::memory_order_relaxed);
   absl::Status resumed = sp.Resume(PTRACE_SYSEMU, "PTRACE_SYSEMU");

@@ -22,6 +22,7 @@
 #include "abi/signal.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/cpu_pin.h"
 #include "base/mono_clock.h"
 #include "base/seqpacket.h"
 #include "base/status_macros.h"
@@ -104,6 +105,9 @@ bool MoveOffThisCpu() {
   thread_local absl::Duration last_move = absl::ZeroDuration();
   const absl::Duration now = MonotonicNow();
   if (last_move != absl::ZeroDuration() && now - last_move < kMinTimeBetweenMoves) return false;
+  // A thread held on this CPU for its gofer calls (base/cpu_pin.h) lets go first: the
+  // mask read next is then the one to move within and to restore.
+  ReleaseThreadCpu();
   cpu_set_t all;
   if (sched_getaffinity(0, sizeof(all), &all) != 0) return false;
   const int cpu = sched_getcpu();
@@ -223,6 +227,8 @@ absl::Status StubProcess::Wait(int i, const char* what, AppWait* app) {
       if (took >= kYieldLostASlice) break;  // more threads than CPUs: sleep (spin_budget.h)
     }
   }
+  // Its wake-up may then go to whichever CPU is idle (a gofer call held it: cpu_pin.h).
+  ReleaseThreadCpu();
   Word(h->sentry_sleeping).store(1);  // seq_cst: ordered before the state load
   absl::Status result = absl::OkStatus();
   for (;;) {

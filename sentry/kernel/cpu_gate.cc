@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/cpu_pin.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -38,8 +39,10 @@ bool CpuGate::Enter(Task& t) {
   }
   s.queued = true;
   queue_.push_back(&t);
-  // Its stub thread need not spin for the next resume, nor count as a running thread.
+  // Its stub thread need not spin for the next resume, nor count as a running thread;
+  // its own thread, held for its gofer calls (base/cpu_pin.h), may wake on any CPU.
   if (t.ctx) t.ctx->WillBlock();
+  ReleaseThreadCpu();
   if (woke) PreemptLongestRunning(absl::Now(), wakeup_granularity_);
   while (!s.held) {
     if (MustStop(t)) {

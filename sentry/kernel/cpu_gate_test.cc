@@ -1,11 +1,14 @@
 // CpuGate: slots go to waiters in order, a slice's end asks the holder to yield, a
-// killed waiter leaves the queue.
+// killed waiter leaves the queue; a task's thread lets go of its CPU hold to wait.
 #include "sentry/kernel/cpu_gate.h"
+
+#include <sched.h>
 
 #include <memory>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "base/cpu_pin.h"
 #include "gtest/gtest.h"
 #include "sentry/kernel/test_kernel.h"
 
@@ -234,6 +237,42 @@ TEST_F(CpuGateTest, BlockingGivesTheKernelsSlotAway) {
   EXPECT_EQ(t.Block(w, absl::Now() + absl::Milliseconds(1)).error(), ETIMEDOUT);
   EXPECT_FALSE(t.cpu_slot.held);
   EXPECT_EQ(gate.free_slots(), free_before);
+}
+
+// A task's thread held on its CPU by its gofer calls (base/cpu_pin.h) lets go of it
+// before it sleeps, when it queues for a slot and when it blocks (Task::Sleep): it
+// must be free to wake up on an idle CPU.
+TEST_F(CpuGateTest, AThreadThatWaitsLetsGoOfItsCpuHold) {
+  cpu_set_t home;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(home), &home), 0);
+  if (CPU_COUNT(&home) < 2) GTEST_SKIP() << "one CPU: a hold changes no mask";
+  CpuGate gate(1, absl::Hours(1), absl::Hours(1));
+  auto a = NewTask(), b = NewTask();
+  int rb = -1;
+  uint32_t held = kAnyCpu;
+  cpu_set_t after_queue{}, after_sleep{};
+  std::thread tb;
+  {
+    absl::MutexLock l(&k().mu);
+    ASSERT_TRUE(gate.Enter(*a));
+    tb = std::thread([&] {
+      held = HoldThreadCpu();
+      absl::MutexLock l2(&k().mu);
+      rb = gate.Enter(*b) ? 1 : 0;
+      sched_getaffinity(0, sizeof(after_queue), &after_queue);
+      gate.Leave(*b);
+      HoldThreadCpu();
+      (void)b->Sleep(absl::Milliseconds(1));
+      sched_getaffinity(0, sizeof(after_sleep), &after_sleep);
+    });
+    ASSERT_TRUE(Await([&] { return gate.waiting() == 1; }));
+    gate.Leave(*a);
+  }
+  tb.join();
+  ASSERT_NE(held, kAnyCpu);
+  EXPECT_EQ(rb, 1);
+  EXPECT_TRUE(CPU_EQUAL(&home, &after_queue));
+  EXPECT_TRUE(CPU_EQUAL(&home, &after_sleep));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Task: construction, blocking and interruption. The run loop is in task_run.cc.
 #include "sentry/kernel/task.h"
 
+#include "base/cpu_pin.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -39,6 +40,7 @@ SysStatus Task::Block(Waiter& w, std::optional<absl::Time> deadline) {
 }
 
 void Task::WillSleep() {
+  ReleaseThreadCpu();  // a thread held for its gofer calls wakes on any CPU (cpu_pin.h)
   if (ctx) ctx->WillBlock();
   kernel_->cpu_gate().Leave(*this);
 }
