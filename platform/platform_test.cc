@@ -1076,17 +1076,23 @@ TEST_P(PlatformTest, ResumingAppCodeQuietsTheControlThread) {
   EXPECT_EQ(regs2.gp.orig_rax, static_cast<uint64_t>(SYS_getppid));
 }
 
+// The calling thread's CPU mask.
+cpu_set_t MaskOfThisThread() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  EXPECT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  return mask;
+}
+
 // The move that parts a sentry thread from its stub's vCPU leaves the thread's affinity
 // as it was, and happens at most once per 2 ms on a thread.
 TEST(SystrapMoveTest, MovingOffThisCpuKeepsTheAffinity) {
-  cpu_set_t before;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  const cpu_set_t before = MaskOfThisThread();
   if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: nowhere to move";
   std::thread([&] {
     const absl::Time start = absl::Now();
     EXPECT_TRUE(systrap::MoveOffThisCpu());
-    cpu_set_t after;
-    ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+    const cpu_set_t after = MaskOfThisThread();
     EXPECT_TRUE(CPU_EQUAL(&before, &after));
     const bool moved_again = systrap::MoveOffThisCpu();
     // Too soon, as long as the 2 ms had not passed: a busy VM once took longer than that
@@ -1101,8 +1107,7 @@ TEST(SystrapMoveTest, MovingOffThisCpuKeepsTheAffinity) {
   std::thread([&] {
     ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
     EXPECT_FALSE(systrap::MoveOffThisCpu());
-    cpu_set_t after;
-    ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+    const cpu_set_t after = MaskOfThisThread();
     EXPECT_TRUE(CPU_EQUAL(&one, &after));
   }).join();
 }
@@ -1110,16 +1115,14 @@ TEST(SystrapMoveTest, MovingOffThisCpuKeepsTheAffinity) {
 // A thread held on its CPU by its gofer calls (base/cpu_pin.h) lets go of it before
 // MoveOffThisCpu reads the mask: it moves, and ends with the CPUs it had before the hold.
 TEST(SystrapMoveTest, AThreadHeldOnItsCpuLetsGoAndMoves) {
-  cpu_set_t before;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  const cpu_set_t before = MaskOfThisThread();
   if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: nowhere to move";
   std::thread([&] {
     const uint32_t held = HoldThreadCpu();
     ASSERT_NE(held, kAnyCpu);
     EXPECT_TRUE(systrap::MoveOffThisCpu());
     EXPECT_NE(sched_getcpu(), static_cast<int>(held));
-    cpu_set_t after;
-    ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+    const cpu_set_t after = MaskOfThisThread();
     EXPECT_TRUE(CPU_EQUAL(&before, &after));
   }).join();
 }
@@ -1128,8 +1131,7 @@ TEST(SystrapMoveTest, AThreadHeldOnItsCpuLetsGoAndMoves) {
 // while app code runs (systrap: once its spin ends; ptrace: always), so that it can be
 // woken on whichever CPU is idle.
 TEST_P(PlatformTest, ASentryThreadLetsGoOfItsCpuHoldWhileAppCodeRuns) {
-  cpu_set_t home;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(home), &home), 0);
+  const cpu_set_t home = MaskOfThisThread();
   if (CPU_COUNT(&home) < 2) GTEST_SKIP() << "one CPU: a hold changes no mask";
   auto g = Gen();
   Xbyak::Label spin;
@@ -1144,8 +1146,7 @@ TEST_P(PlatformTest, ASentryThreadLetsGoOfItsCpuHoldWhileAppCodeRuns) {
   SwitchResult r = RunApp();
   t.join();
   EXPECT_EQ(r.kind, SwitchKind::kInterrupted);
-  cpu_set_t after;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  const cpu_set_t after = MaskOfThisThread();
   ReleaseThreadCpu();  // this test thread's own mask, whatever happened above
   EXPECT_TRUE(CPU_EQUAL(&home, &after));
 }
