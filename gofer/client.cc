@@ -118,6 +118,27 @@ SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
   return out;
 }
 
+SysResult<Client::WalkedPath> Client::WalkSiblings(Handle dir,
+                                                   const std::vector<std::string_view>& names) {
+  if (names.empty() || names.size() > kMaxWalkNames) return Errno{EINVAL};
+  Request req;
+  req.op = Op::kWalkSiblings;
+  req.handle = dir;
+  for (std::string_view n : names) {
+    RETURN_IF_ERRNO(ValidateName(n));
+    req.names.emplace_back(n);
+  }
+  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
+  WalkedPath out{std::move(r.resp.nodes), std::nullopt, r.resp.stop_err, 0, UniqueFd()};
+  // More nodes than names, or a stop after the end: a broken peer.
+  if (out.nodes.size() > names.size() || (out.nodes.size() == names.size() && out.stop_err != 0)) {
+    for (const Node& n : out.nodes) Close(n.handle);
+    sock_.reset();
+    return Errno{EIO};
+  }
+  return out;
+}
+
 SysResult<UniqueFd> Client::Open(Handle node, int flags) {
   Request req;
   req.op = Op::kOpen;

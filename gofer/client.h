@@ -123,6 +123,10 @@ class Client {
   };
   SysResult<WalkedPath> WalkPath(Handle dir, const std::vector<std::string_view>& names,
                                  bool open_last);
+  // Several names of one directory in one round trip: each walked from dir, in order, up
+  // to the first that fails (its errno in `stop_err`; names[0]'s is the call's error).
+  // Only `nodes` and `stop_err` are set. At most kMaxWalkNames names.
+  SysResult<WalkedPath> WalkSiblings(Handle dir, const std::vector<std::string_view>& names);
   // Opens the node for I/O. flags: O_RDONLY/O_WRONLY/O_RDWR plus O_TRUNC/O_APPEND/
   // O_DIRECTORY; never creates. The returned host FD is the sentry's to keep.
   // For a directory no host FD is donated (a directory FD would expose masked names and

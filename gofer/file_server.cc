@@ -82,6 +82,9 @@ void FileServer::Handle(const Request& req, Response& resp, UniqueFd& donate) {
     case Op::kWalkPath:
       WalkPath(req.handle, req.names, req.flags, resp, donate);
       break;
+    case Op::kWalkSiblings:
+      WalkSiblings(req.handle, req.names, resp);
+      break;
     case Op::kOpen: {
       SysResult<UniqueFd> fd = Open(req.handle, req.flags);
       if (!fd.ok()) {

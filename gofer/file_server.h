@@ -91,6 +91,9 @@ class FileServer {
   // fields, see protocol.h).
   void WalkPath(uint64_t dir, const std::vector<std::string>& names, uint32_t flags, Response& resp,
                 UniqueFd& donate);
+  // Walks each of `names` from dir, as Walk does, up to the first that fails (resp's
+  // WalkSiblings fields, see protocol.h).
+  void WalkSiblings(uint64_t dir, const std::vector<std::string>& names, Response& resp);
   // WalkOpen's open: the read-only Open a read-only open(2) of `node` makes next. A
   // symlink `node` in `dir` whose target is one name is followed that one step: the
   // target is walked in `dir` and opened instead (resp.sibling, see protocol.h).

@@ -77,6 +77,17 @@ void FileServer::WalkPath(uint64_t dir, const std::vector<std::string>& names, u
   }
 }
 
+void FileServer::WalkSiblings(uint64_t dir, const std::vector<std::string>& names, Response& resp) {
+  for (const std::string& name : names) {
+    SysResult<Node> node = Walk(dir, name);
+    if (!node.ok()) {
+      (resp.nodes.empty() ? resp.err : resp.stop_err) = node.error();
+      return;
+    }
+    resp.nodes.push_back(*node);
+  }
+}
+
 void FileServer::OpenWalked(uint64_t dir, const Node& node, Response& resp, UniqueFd& donate) {
   const uint32_t type = node.attr.mode & S_IFMT;
   if (type == S_IFLNK && !resp.has_sibling && ValidateName(node.link_target).ok()) {

@@ -150,8 +150,9 @@ bool ValidOp(uint32_t op) { return op >= 1 && op <= kMaxOp; }
 
 // Indexed by Op; as reports (the run_end audit record) name operations.
 constexpr std::array<std::string_view, kMaxOp + 1> kOpNames = {
-    "invalid", "attach",   "walk", "open",    "create",  "mkdir", "symlink",   "link",     "unlink",
-    "rename",  "readlink", "stat", "setattr", "readdir", "close", "walk_open", "walk_path"};
+    "invalid", "attach",  "walk",   "open",      "create",    "mkdir",
+    "symlink", "link",    "unlink", "rename",    "readlink",  "stat",
+    "setattr", "readdir", "close",  "walk_open", "walk_path", "walk_siblings"};
 
 std::string_view OpName(Op op) {
   const auto i = static_cast<uint32_t>(op);
@@ -175,6 +176,11 @@ std::string EncodeRequest(const Request& req) {
     case Op::kWalkPath:
       e.U64(req.handle);
       e.U32(req.flags);
+      e.U32(static_cast<uint32_t>(req.names.size()));
+      for (const std::string& n : req.names) e.Str(n);
+      break;
+    case Op::kWalkSiblings:
+      e.U64(req.handle);
       e.U32(static_cast<uint32_t>(req.names.size()));
       for (const std::string& n : req.names) e.Str(n);
       break;
@@ -265,9 +271,10 @@ SysResult<Request> DecodeRequest(std::string_view bytes) {
       req.handle = d.U64();
       req.name = d.Str();
       break;
-    case Op::kWalkPath: {
+    case Op::kWalkPath:
+    case Op::kWalkSiblings: {
       req.handle = d.U64();
-      req.flags = d.U32();
+      if (req.op == Op::kWalkPath) req.flags = d.U32();
       uint32_t count = d.U32();
       if (!d.ok() || count == 0 || count > kMaxWalkPathNames) return Errno{EBADMSG};
       for (uint32_t i = 0; i < count && d.ok(); ++i) req.names.push_back(d.Str());
@@ -367,6 +374,11 @@ std::string EncodeResponse(const Response& resp) {
       e.NodeFields(resp.node);
       e.U8(resp.has_fd);
       break;
+    case Op::kWalkSiblings:
+      e.U32(static_cast<uint32_t>(resp.nodes.size()));
+      for (const Node& n : resp.nodes) e.NodeFields(n);
+      e.U32(static_cast<uint32_t>(resp.stop_err));
+      break;
     case Op::kWalkPath:
       e.U32(static_cast<uint32_t>(resp.nodes.size()));
       for (const Node& n : resp.nodes) e.NodeFields(n);
@@ -454,6 +466,14 @@ SysResult<Response> DecodeResponse(std::string_view bytes) {
       resp.node = d.NodeFields();
       resp.has_fd = d.Bool();
       break;
+    case Op::kWalkSiblings: {
+      uint32_t count = d.U32();
+      if (!d.ok() || count == 0 || count > kMaxWalkPathNames) return Errno{EBADMSG};
+      for (uint32_t i = 0; i < count && d.ok(); ++i) resp.nodes.push_back(d.NodeFields());
+      resp.stop_err = static_cast<int32_t>(d.U32());
+      if (resp.stop_err < 0 || resp.stop_err >= 4096) return Errno{EBADMSG};
+      break;
+    }
     case Op::kWalkPath: {
       uint32_t count = d.U32();
       if (!d.ok() || count == 0 || count > kMaxWalkPathNames) return Errno{EBADMSG};

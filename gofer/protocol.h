@@ -48,8 +48,9 @@ enum class Op : uint32_t {
   kClose = 14,
   kWalkOpen = 15,
   kWalkPath = 16,
+  kWalkSiblings = 17,
 };
-inline constexpr uint32_t kMaxOp = 16;
+inline constexpr uint32_t kMaxOp = 17;
 // The operation's name in reports ("walk_path"), "invalid" for anything else.
 std::string_view OpName(Op op);
 
@@ -62,6 +63,7 @@ inline constexpr uint32_t kWalkPathOpenLast = 1;
 //   Walk     handle(dir) name
 //   WalkOpen handle(dir) name
 //   WalkPath handle(dir) flags u32 count name*count   (1 <= count <= kMaxWalkPathNames)
+//   WalkSiblings handle(dir) u32 count name*count     (1 <= count <= kMaxWalkPathNames)
 //   Open     handle flags
 //   Create   handle(dir) name flags mode
 //   Mkdir    handle(dir) name mode
@@ -82,7 +84,7 @@ struct Request {
   Handle handle2 = 0;
   std::string name;
   std::string name2;
-  std::vector<std::string> names;  // WalkPath
+  std::vector<std::string> names;  // WalkPath, WalkSiblings
   uint32_t flags = 0;
   uint32_t mode = 0;
   uint64_t cursor = 0;
@@ -102,6 +104,9 @@ struct Request {
 //            the errno of the name after the last node, 0 if the walk ended otherwise;
 //            err is names[0]'s errno. open_err/has_fd/sibling as WalkOpen's, for the
 //            last name when every name was walked and the request had kWalkPathOpenLast.
+//   WalkSiblings u32 count node*count stop_err: the names walked, each in dir, in order
+//            up to the first that failed; stop_err is that name's errno (0: none
+//            failed); err is names[0]'s errno.
 //   sibling = u8 present [node]: when the node to open is a symlink whose target is one
 //            name (no '/'), that name walked in the same directory and opened in its
 //            stead (open_err/has_fd are then the sibling's); absent when that walk failed.
@@ -119,8 +124,8 @@ struct Response {
   // without donating an FD (see client.h).
   bool has_fd = false;
   int32_t open_err = 0;      // WalkOpen, WalkPath
-  std::vector<Node> nodes;   // WalkPath
-  int32_t stop_err = 0;      // WalkPath
+  std::vector<Node> nodes;   // WalkPath, WalkSiblings
+  int32_t stop_err = 0;      // WalkPath, WalkSiblings
   bool has_sibling = false;  // WalkOpen, WalkPath
   Node sibling;
   std::string text;

@@ -61,6 +61,7 @@ TEST(ProtocolTest, EveryOpHasItsOwnName) {
     EXPECT_TRUE(names.insert(name).second) << name;
   }
   EXPECT_EQ(OpName(Op::kWalkPath), "walk_path");
+  EXPECT_EQ(OpName(Op::kWalkSiblings), "walk_siblings");
   EXPECT_EQ(OpName(Op::kInvalid), "invalid");
   EXPECT_EQ(OpName(static_cast<Op>(kMaxOp + 1)), "invalid");
 }
@@ -195,6 +196,32 @@ TEST(ProtocolTest, ResponsesRoundTrip) {
   wo.node.attr.mode = S_IFLNK | 0777;
   wo.sibling.attr.mode = S_IFDIR | 0755;
   EXPECT_EQ(DecodeResponse(EncodeResponse(wo)).error(), EBADMSG);
+
+  // WalkSiblings: any kind of node, then a stop; at least one node, at most as many as a
+  // request may name.
+  Response ws;
+  ws.tag = 13;
+  ws.op = Op::kWalkSiblings;
+  ws.nodes.resize(2);
+  ws.nodes[0].handle = 7;
+  ws.nodes[0].attr.mode = S_IFREG | 0644;
+  ws.nodes[1].handle = 8;
+  ws.nodes[1].attr.mode = S_IFLNK | 0777;
+  ws.nodes[1].link_target = "x";
+  ws.stop_err = ENOENT;
+  SysResult<Response> wsd = DecodeResponse(EncodeResponse(ws));
+  ASSERT_TRUE(wsd.ok());
+  ASSERT_EQ(wsd->nodes.size(), 2u);
+  EXPECT_EQ(wsd->nodes[1].link_target, "x");
+  EXPECT_EQ(wsd->stop_err, ENOENT);
+  EXPECT_EQ(EncodeResponse(*wsd), EncodeResponse(ws));
+  ws.stop_err = 5000;
+  EXPECT_EQ(DecodeResponse(EncodeResponse(ws)).error(), EBADMSG);
+  ws.stop_err = 0;
+  ws.nodes.clear();
+  EXPECT_EQ(DecodeResponse(EncodeResponse(ws)).error(), EBADMSG);
+  ws.nodes.resize(kMaxWalkPathNames + 1);
+  EXPECT_EQ(DecodeResponse(EncodeResponse(ws)).error(), EBADMSG);
 
   // WalkPath: nodes through directories, then a stop or the last name's open.
   Response wp;

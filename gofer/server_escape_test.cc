@@ -217,6 +217,22 @@ TEST_F(GoferEscapeTest, MasksHidePathsAndHardLinks) {
   EXPECT_TRUE(other_list->empty());
 }
 
+// Names of one directory walked in one request are each one Walk: a masked name (or a
+// hard link to a masked file) stops the batch with ENOENT, as its own Walk would fail.
+TEST_F(GoferEscapeTest, WalkSiblingsKeepsMasks) {
+  Start(/*read_only=*/true);
+  Handle etc = WalkOk(root_, "etc");
+  auto batch = c().WalkSiblings(etc, {"passwd", "shadow", "ssh"});
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->nodes.size(), 1u);
+  EXPECT_EQ(batch->stop_err, ENOENT);
+  EXPECT_EQ(c().WalkSiblings(etc, {"sudoers.d", "passwd"}).error(), ENOENT);
+  Handle other = WalkOk(root_, "other");
+  EXPECT_EQ(c().WalkSiblings(other, {"shadow_link"}).error(), ENOENT);
+  EXPECT_EQ(c().WalkSiblings(other, {"rule_link"}).error(), ENOENT);
+  EXPECT_EQ(c().WalkSiblings(etc, {"passwd", ".."}).error(), EINVAL);
+}
+
 // A multi-component walk is one Walk after another: masks hide names on the way, a
 // symlink ends it as a node (never followed), and hostile WalkPath messages get errors.
 TEST_F(GoferEscapeTest, WalkPathKeepsMasksAndNeverFollowsSymlinks) {

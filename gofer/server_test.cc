@@ -409,6 +409,45 @@ TEST_F(GoferServerTest, WalkPathWalksSeveralComponentsInOneRoundTrip) {
   EXPECT_EQ(ReadAll(ro->fd.get()), "in");
 }
 
+// WalkSiblings: several names of one directory in one round trip, files, directories and
+// symlinks alike, up to the first name that fails.
+TEST_F(GoferServerTest, WalkSiblingsWalksSeveralNamesOfOneDirectoryInOneRoundTrip) {
+  rw_.Mkdir("sibs");
+  rw_.WriteFile("a", "a");
+  ASSERT_EQ(symlink("sibs", rw_.Join("l").c_str()), 0);
+  Handle mount = AttachOk("mount0");
+  uint64_t before = c().round_trips();
+  auto all = c().WalkSiblings(mount, {"a", "sibs", "l", "existing"});
+  ASSERT_TRUE(all.ok()) << all.error();
+  EXPECT_EQ(c().round_trips(), before + 1);
+  ASSERT_EQ(all->nodes.size(), 4u);
+  EXPECT_TRUE(S_ISREG(all->nodes[0].attr.mode));
+  EXPECT_EQ(all->nodes[0].attr.ino, HostStat(rw_.Join("a")).st_ino);
+  EXPECT_TRUE(S_ISDIR(all->nodes[1].attr.mode));
+  EXPECT_TRUE(S_ISLNK(all->nodes[2].attr.mode));
+  EXPECT_EQ(all->nodes[2].link_target, "sibs");  // a node, never followed
+  EXPECT_EQ(all->nodes[3].attr.ino, HostStat(rw_.Join("existing")).st_ino);
+  EXPECT_EQ(all->stop_err, 0);
+  EXPECT_FALSE(all->fd.valid());
+  // Every node is a handle of its own.
+  EXPECT_EQ(c().Walk(all->nodes[1].handle, "x").error(), ENOENT);  // the empty directory
+  EXPECT_TRUE(c().Stat(all->nodes[3].handle).ok());
+
+  auto stop = c().WalkSiblings(mount, {"a", "missing", "sibs"});
+  ASSERT_TRUE(stop.ok());
+  EXPECT_EQ(stop->nodes.size(), 1u);
+  EXPECT_EQ(stop->stop_err, ENOENT);
+  EXPECT_EQ(c().WalkSiblings(mount, {"missing", "a"}).error(), ENOENT);
+  EXPECT_EQ(c().WalkSiblings(mount, {}).error(), EINVAL);
+  EXPECT_EQ(c().WalkSiblings(mount, {"a", "sibs/x"}).error(), EINVAL);
+  std::vector<std::string_view> many(Client::kMaxWalkNames + 1, "a");
+  EXPECT_EQ(c().WalkSiblings(mount, many).error(), EINVAL);
+  many.resize(Client::kMaxWalkNames);
+  auto longest = c().WalkSiblings(mount, many);
+  ASSERT_TRUE(longest.ok());
+  EXPECT_EQ(longest->nodes.size(), Client::kMaxWalkNames);
+}
+
 TEST_F(GoferServerTest, CreateWritesHostFileWithExactMode) {
   Handle mount = AttachOk("mount0");
   mode_t old_umask = umask(077);  // the gofer's umask must not change the mode

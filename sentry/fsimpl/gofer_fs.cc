@@ -158,7 +158,13 @@ std::optional<SysResult<std::shared_ptr<Inode>>> GoferInode::Known(std::string_v
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::Find(std::string_view name, bool open) {
+  const bool in_listing_order = !open && NoteLookupOrder(name);
   if (auto known = Known(name)) return *std::move(known);
+  if (in_listing_order) {
+    SysResult<std::shared_ptr<Inode>> r = WalkInListingOrder(name);
+    if (!r.ok()) return Missed(name, r.error());
+    return r;
+  }
   gofer::Client::WalkOpened w;
   if (open) {
     SysResult<gofer::Client::WalkOpened> r = fs_->client().WalkOpen(handle_, name);
@@ -193,7 +199,48 @@ void GoferInode::KeepOpened(int open_err, UniqueFd fd) {
 std::shared_ptr<GoferInode> GoferInode::TakeWalked(std::string_view name) {
   if (walked_ && name == walked_name_) return std::move(walked_);
   if (sibling_ && name == sibling_name_) return std::move(sibling_);
+  if (auto it = ahead_.find(absl::string_view(name.data(), name.size())); it != ahead_.end()) {
+    std::shared_ptr<GoferInode> taken = std::move(it->second);
+    ahead_.erase(it);
+    return taken;
+  }
   return nullptr;
+}
+
+// Lookups in a row in listing order before the names after them are walked ahead: one
+// or two in order happen by chance (a search that finds its name early).
+static constexpr int kInOrderBeforeWalkingAhead = 3;
+
+bool GoferInode::NoteLookupOrder(std::string_view name) {
+  if (!names_) return false;
+  auto it = names_->find(absl::string_view(name.data(), name.size()));
+  if (it == names_->end()) return false;
+  in_order_ = it->second == next_index_ ? in_order_ + 1 : 0;
+  next_index_ = it->second + 1;
+  // Out of order: what was walked ahead is not what comes next.
+  if (in_order_ == 0) ahead_.clear();
+  return in_order_ >= kInOrderBeforeWalkingAhead;
+}
+
+SysResult<std::shared_ptr<Inode>> GoferInode::WalkInListingOrder(std::string_view name) {
+  // The name, then those after it that no lookup has asked for yet.
+  std::vector<std::string_view> names{name};
+  for (size_t i = next_index_; i < listing_->size(); ++i) {
+    if (names.size() == gofer::Client::kMaxWalkNames) break;
+    const std::string& n = (*listing_)[i].name;
+    if (n == "." || n == ".." || ahead_.contains(n) || absent_.contains(n)) continue;
+    names.push_back(n);
+  }
+  ASSIGN_OR_RETURN_ERRNO(gofer::Client::WalkedPath r, fs_->client().WalkSiblings(handle_, names));
+  auto first = std::make_shared<GoferInode>(fs_, std::move(r.nodes[0]));
+  for (size_t i = 1; i < r.nodes.size(); ++i) {
+    ahead_[std::string(names[i])] = std::make_shared<GoferInode>(fs_, std::move(r.nodes[i]));
+  }
+  // A listed name the gofer does not walk is masked (or gone): absent for the run, as a
+  // lookup's miss would make it.
+  if (r.nodes.size() < names.size() && r.stop_err != 0)
+    (void)Missed(names[r.nodes.size()], r.stop_err);
+  return std::shared_ptr<Inode>(std::move(first));
 }
 
 SysResult<std::shared_ptr<Inode>> GoferInode::LookupAhead(std::string_view name,
@@ -257,7 +304,7 @@ void GoferInode::KeepNames(const std::vector<gofer::DirEntry>& entries) {
   listing_.emplace();
   listing_->reserve(entries.size());
   for (const gofer::DirEntry& e : entries) {
-    names_->insert(e.name);
+    names_->emplace(e.name, listing_->size());
     listing_->push_back(vfs::DirEntry{e.name, e.ino, e.type});
   }
   absent_.clear();  // names_ answers these now

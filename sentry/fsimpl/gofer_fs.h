@@ -28,6 +28,7 @@
 #include <set>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "base/unique_fd.h"
 #include "gofer/client.h"
@@ -158,7 +159,8 @@ class GoferInode : public vfs::Inode {
   // module search misses in the same few directories again and again.
   SysStatus ListNames();
   void KeepNames(const std::vector<gofer::DirEntry>& entries);
-  std::optional<absl::flat_hash_set<std::string>> names_;
+  // Each name with its index in listing_.
+  std::optional<absl::flat_hash_map<std::string, size_t>> names_;
   // With names_: the listing itself, which answers the next ReadDir (an interpreter lists
   // its search directories more than once).
   std::optional<std::vector<vfs::DirEntry>> listing_;
@@ -176,7 +178,17 @@ class GoferInode : public vfs::Inode {
   std::string sibling_name_;
   std::shared_ptr<GoferInode> sibling_;
   void KeepSibling(std::string name, gofer::Node node, int open_err, UniqueFd fd);
-  // The child walked ahead or the sibling named `name`, handed out once.
+  // With a listing: a program that looks up this directory's names in the listing's
+  // order (`ls -l` stats each entry as it reads it) gets the names after the one it asks
+  // for walked in the same round trip (WalkSiblings), kept here for the lookups that
+  // follow. in_order_ counts the lookups in a row that took the name at next_index_.
+  bool NoteLookupOrder(std::string_view name);
+  SysResult<std::shared_ptr<vfs::Inode>> WalkInListingOrder(std::string_view name);
+  size_t next_index_ = 0;
+  int in_order_ = 0;
+  absl::flat_hash_map<std::string, std::shared_ptr<GoferInode>> ahead_;
+  // The child walked ahead, the sibling, or a name walked in listing order named `name`,
+  // handed out once.
   std::shared_ptr<GoferInode> TakeWalked(std::string_view name);
 };
 

@@ -5,6 +5,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "gofer/gofer_test_util.h"
 #include "gtest/gtest.h"
 #include "sentry/fsimpl/sandbox_vfs.h"
@@ -187,6 +190,50 @@ TEST_F(SandboxVfsTest, ListedOrTwiceMissedRootDirectoriesAnswerMissesThemselves)
   EXPECT_EQ(List("/mnt/ro"), (std::vector<std::string>{".", "..", "ro.txt"}));
   ro_.WriteFile("c", "x");
   EXPECT_TRUE(exists("/mnt/ro/c"));
+}
+
+// A program that looks up a listed directory's names in the listing's order (`ls -l`)
+// gets the names after the third walked ahead, up to 16 a round trip; lookups in another
+// order walk one name a round trip and speculate nothing.
+TEST_F(SandboxVfsTest, LookupsInListingOrderWalkTheNamesAheadTogether) {
+  ASSERT_TRUE(vfs_);
+  for (const char* dir : {"etc/many", "etc/shuffled"}) {
+    root_.Mkdir(dir);
+    for (int i = 0; i < 40; ++i) {
+      root_.WriteFile(absl::StrCat(dir, "/f", i), std::string(i, 'x'));
+    }
+  }
+  gofer::Client& gc = harness_->client();
+  auto names_of = [&](const std::string& dir) {
+    std::vector<std::string> names = List(dir);
+    std::erase_if(names, [](const std::string& n) { return n == "." || n == ".."; });
+    return names;
+  };
+  auto size_of = [&](const std::string& path) -> int64_t {
+    auto p = vfs_->Resolve(Ctx(), path, true);
+    if (!p.ok()) return -1;
+    auto a = p->inode()->Stat();
+    return a.ok() ? a->size : -1;
+  };
+
+  std::vector<std::string> in_order = names_of("/etc/many");
+  ASSERT_EQ(in_order.size(), 40u);
+  uint64_t n = gc.round_trips();
+  for (const std::string& name : in_order) {
+    EXPECT_EQ(size_of("/etc/many/" + name), std::stoi(name.substr(1))) << name;
+  }
+  // Two single walks, then 38 names in batches of at most 16.
+  EXPECT_EQ(gc.round_trips(), n + 2 + 3);
+  EXPECT_EQ(gc.RoundTripsByOp()["walk_siblings"], 3u);
+
+  std::vector<std::string> reversed = names_of("/etc/shuffled");
+  std::reverse(reversed.begin(), reversed.end());
+  n = gc.round_trips();
+  for (const std::string& name : reversed) {
+    EXPECT_EQ(size_of("/etc/shuffled/" + name), std::stoi(name.substr(1))) << name;
+  }
+  EXPECT_EQ(gc.round_trips(), n + 40);
+  EXPECT_EQ(gc.RoundTripsByOp()["walk_siblings"], 3u);
 }
 
 // Round trips to the gofer that opening files of the read-only root costs: the open of
