@@ -94,6 +94,10 @@ class FileServer {
   // Walks each of `names` from dir, as Walk does, up to the first that fails (resp's
   // WalkSiblings fields, see protocol.h).
   void WalkSiblings(uint64_t dir, const std::vector<std::string>& names, Response& resp);
+  // WalkPath's and WalkSiblings' step: walks `name` from `at` onto resp.nodes, or sets
+  // the error of the walk (names[0]'s as the call's, a later name's as stop_err) and
+  // returns false.
+  bool WalkOneMore(uint64_t at, const std::string& name, Response& resp);
   // WalkOpen's open: the read-only Open a read-only open(2) of `node` makes next. A
   // symlink `node` in `dir` whose target is one name is followed that one step: the
   // target is walked in `dir` and opened instead (resp.sibling, see protocol.h).

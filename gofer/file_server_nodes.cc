@@ -61,15 +61,10 @@ void FileServer::WalkPath(uint64_t dir, const std::vector<std::string>& names, u
                           Response& resp, UniqueFd& donate) {
   uint64_t at = dir;
   for (const std::string& name : names) {
-    SysResult<Node> node = Walk(at, name);
-    if (!node.ok()) {
-      (resp.nodes.empty() ? resp.err : resp.stop_err) = node.error();
-      return;
-    }
-    resp.nodes.push_back(*node);
+    if (!WalkOneMore(at, name, resp)) return;
     // A file ends the walk; so does a symlink, which only the sentry may resolve.
-    if ((node->attr.mode & S_IFMT) != S_IFDIR) break;
-    at = node->handle;
+    if ((resp.nodes.back().attr.mode & S_IFMT) != S_IFDIR) break;
+    at = resp.nodes.back().handle;
   }
   if ((flags & kWalkPathOpenLast) && resp.nodes.size() == names.size()) {
     const size_t n = resp.nodes.size();
@@ -79,13 +74,18 @@ void FileServer::WalkPath(uint64_t dir, const std::vector<std::string>& names, u
 
 void FileServer::WalkSiblings(uint64_t dir, const std::vector<std::string>& names, Response& resp) {
   for (const std::string& name : names) {
-    SysResult<Node> node = Walk(dir, name);
-    if (!node.ok()) {
-      (resp.nodes.empty() ? resp.err : resp.stop_err) = node.error();
-      return;
-    }
-    resp.nodes.push_back(*node);
+    if (!WalkOneMore(dir, name, resp)) return;
   }
+}
+
+bool FileServer::WalkOneMore(uint64_t at, const std::string& name, Response& resp) {
+  SysResult<Node> node = Walk(at, name);
+  if (!node.ok()) {
+    (resp.nodes.empty() ? resp.err : resp.stop_err) = node.error();
+    return false;
+  }
+  resp.nodes.push_back(*node);
+  return true;
 }
 
 void FileServer::OpenWalked(uint64_t dir, const Node& node, Response& resp, UniqueFd& donate) {
