@@ -91,9 +91,20 @@ SysResult<Client::WalkOpened> Client::WalkOpen(Handle dir, std::string_view name
 SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
                                                const std::vector<std::string_view>& names,
                                                bool open_last) {
+  return WalkNames(Op::kWalkPath, dir, names, open_last);
+}
+
+SysResult<Client::WalkedPath> Client::WalkSiblings(Handle dir,
+                                                   const std::vector<std::string_view>& names) {
+  return WalkNames(Op::kWalkSiblings, dir, names, /*open_last=*/false);
+}
+
+SysResult<Client::WalkedPath> Client::WalkNames(Op op, Handle dir,
+                                                const std::vector<std::string_view>& names,
+                                                bool open_last) {
   if (names.empty() || names.size() > kMaxWalkNames) return Errno{EINVAL};
   Request req;
-  req.op = Op::kWalkPath;
+  req.op = op;
   req.handle = dir;
   req.flags = open_last ? kWalkPathOpenLast : 0;
   for (std::string_view n : names) {
@@ -112,27 +123,6 @@ SysResult<Client::WalkedPath> Client::WalkPath(Handle dir,
        (out.open_err != 0 || out.fd.valid() || out.sibling.has_value()))) {
     for (const Node& n : out.nodes) Close(n.handle);
     if (out.sibling) Close(out.sibling->handle);
-    sock_.reset();
-    return Errno{EIO};
-  }
-  return out;
-}
-
-SysResult<Client::WalkedPath> Client::WalkSiblings(Handle dir,
-                                                   const std::vector<std::string_view>& names) {
-  if (names.empty() || names.size() > kMaxWalkNames) return Errno{EINVAL};
-  Request req;
-  req.op = Op::kWalkSiblings;
-  req.handle = dir;
-  for (std::string_view n : names) {
-    RETURN_IF_ERRNO(ValidateName(n));
-    req.names.emplace_back(n);
-  }
-  ASSIGN_OR_RETURN_ERRNO(Reply r, Call(sock_, next_tag_, trips_by_op_, req));
-  WalkedPath out{std::move(r.resp.nodes), std::nullopt, r.resp.stop_err, 0, UniqueFd()};
-  // More nodes than names, or a stop after the end: a broken peer.
-  if (out.nodes.size() > names.size() || (out.nodes.size() == names.size() && out.stop_err != 0)) {
-    for (const Node& n : out.nodes) Close(n.handle);
     sock_.reset();
     return Errno{EIO};
   }

@@ -79,6 +79,8 @@ struct SetAttrRequest {
   }, mtime{};
 };
 
+enum class Op : uint32_t;  // a request's operation (protocol.h)
+
 class Client {
  public:
   explicit Client(UniqueFd sock);
@@ -163,6 +165,10 @@ class Client {
   static constexpr size_t kOpSlots = 32;
 
  private:
+  // WalkPath (op kWalkPath) and WalkSiblings (kWalkSiblings, never open_last): the
+  // request, and the checks that the answer is one such a request may get.
+  SysResult<WalkedPath> WalkNames(Op op, Handle dir, const std::vector<std::string_view>& names,
+                                  bool open_last);
   UniqueFd sock_;
   uint64_t next_tag_ = 1;
   std::array<uint64_t, kOpSlots> trips_by_op_{};  // indexed by Op (protocol.h)

@@ -174,13 +174,9 @@ std::string EncodeRequest(const Request& req) {
       e.Str(req.name);
       break;
     case Op::kWalkPath:
-      e.U64(req.handle);
-      e.U32(req.flags);
-      e.U32(static_cast<uint32_t>(req.names.size()));
-      for (const std::string& n : req.names) e.Str(n);
-      break;
     case Op::kWalkSiblings:
       e.U64(req.handle);
+      if (req.op == Op::kWalkPath) e.U32(req.flags);
       e.U32(static_cast<uint32_t>(req.names.size()));
       for (const std::string& n : req.names) e.Str(n);
       break;
@@ -374,15 +370,12 @@ std::string EncodeResponse(const Response& resp) {
       e.NodeFields(resp.node);
       e.U8(resp.has_fd);
       break;
+    case Op::kWalkPath:
     case Op::kWalkSiblings:
       e.U32(static_cast<uint32_t>(resp.nodes.size()));
       for (const Node& n : resp.nodes) e.NodeFields(n);
       e.U32(static_cast<uint32_t>(resp.stop_err));
-      break;
-    case Op::kWalkPath:
-      e.U32(static_cast<uint32_t>(resp.nodes.size()));
-      for (const Node& n : resp.nodes) e.NodeFields(n);
-      e.U32(static_cast<uint32_t>(resp.stop_err));
+      if (resp.op == Op::kWalkSiblings) break;
       e.U32(static_cast<uint32_t>(resp.open_err));
       e.U8(resp.has_fd);
       e.U8(resp.has_sibling);
