@@ -63,6 +63,7 @@ std::shared_ptr<MemoryRange> MemoryFile::Allocate(uint64_t len) {
 
 void MemoryFile::Decommit(uint64_t offset, uint64_t len) {
   if (len == 0) return;
+  decommits_.fetch_add(1, std::memory_order_relaxed);
   fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
             static_cast<off_t>(len));
 }

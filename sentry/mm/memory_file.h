@@ -59,6 +59,8 @@ class MemoryFile {
   void EndRun() { run_ended_.store(true, std::memory_order_relaxed); }
   // Releases the pages of [offset, offset+len) back to the host (reads as zero after).
   void Decommit(uint64_t offset, uint64_t len);
+  // How many Decommits ran (hole punches), for tests that a path punches none.
+  uint64_t decommits() const { return decommits_.load(std::memory_order_relaxed); }
   // Gives back pages that no mapping reads again (an unmapped VMA's, a freed range's):
   // Decommit until the run ends, nothing after.
   void Release(uint64_t offset, uint64_t len);
@@ -78,6 +80,7 @@ class MemoryFile {
   uint8_t* base_;
   uint64_t capacity_;
   std::atomic<bool> run_ended_{false};
+  std::atomic<uint64_t> decommits_{0};
   absl::Mutex mu_;
   std::map<uint64_t, uint64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> len, coalesced
 };

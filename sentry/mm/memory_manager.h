@@ -105,6 +105,15 @@ inline int HostProt(const Vma& v) {
   return v.cow ? v.prot & ~PROT_WRITE : v.prot;
 }
 
+// Whether no byte of `v`'s pages was ever written: an unfilled file mapping (nothing has
+// read its file bytes in yet, and the app's view of it is PROT_NONE or the host's page
+// cache). Its range came from MemoryFile::Allocate, which hands out holes, so its pages
+// are still holes and giving them back would free nothing. ld.so maps each library
+// whole and then its segments over it: in a python3 start 16 such replaced pieces each
+// cost a hole punch (~10-20 us here: the punch walks every mapping of the memory file,
+// the stubs' too, even where no page is allocated).
+inline bool NeverWritten(const Vma& v) { return v.lazy_fill && !v.prefilled; }
+
 // Whether MemoryManager::FillAhead fills `v` (fill.cc): unfilled file bytes that only this
 // address space's writes will change (not shared, not copy-on-write after a fork), and
 // writable, so never read from the host's page cache instead (Vma::host_file serves

@@ -1039,6 +1039,28 @@ TEST_F(HostFileTest, FillAheadThenForkKeepsBothSidesApart) {
   ExpectNoSharedWritablePages({mm_.get(), child.get()});
 }
 
+// A file mapping replaced by another (ld.so maps each library whole, then its segments
+// over it) gives back the pages its filled and filled-ahead chunks hold, and punches no
+// hole for the chunks never filled: their pages were never allocated.
+TEST_F(HostFileTest, ReplacingAFileMappingGivesBackOnlyTheChunksWritten) {
+  Activate(*mm_);
+  // Chunk 4 stays mapped: the range lives on, so only Release punches holes in it.
+  GuestAddr w = MapFile(5 * kChunk, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(mm_->FillAhead());  // chunk 0, filled ahead
+  EXPECT_EQ(Byte(*mm_, w + 2 * kChunk), (2 * kPageSize + 2 * kChunk) / kPageSize + 1);  // 2
+  EXPECT_EQ(ResidentBytes(*mf_), 2 * kChunk);
+  const uint64_t punches = mf_->decommits();
+  MMapOpts o;
+  o.addr = w;
+  o.len = 4 * kChunk;
+  o.prot = PROT_READ | PROT_WRITE;
+  o.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+  ASSERT_TRUE(mm_->MMap(o).ok());
+  EXPECT_EQ(ResidentBytes(*mf_), 0u);
+  EXPECT_EQ(mf_->decommits() - punches, 2u);  // chunks 0 and 2; not 1 nor 3
+  EXPECT_EQ(Byte(*mm_, w + 2 * kChunk), 0);
+}
+
 // Filling ahead stops at a budget per address space (the pages count as resident), and
 // at a file that cannot be read: its fault reports that.
 TEST_F(HostFileTest, FillAheadStopsAtItsBudgetAndAtAReadError) {
