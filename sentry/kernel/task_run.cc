@@ -163,16 +163,22 @@ int HandleSyscall(Task& t) {
   return (!r.ok() && IsRestartErrno(r.error())) ? r.error() : 0;
 }
 
-// While this task's app code runs, the platform may spend its wait on filling its data
-// segments ahead (MemoryManager::FillAhead). Used only by the task's own thread, inside
-// its Switch: the task's mm is replaced (exec) or dropped (exit) on this thread too, never
-// meanwhile, so it may be read here without the kernel lock.
-class FillAheadWork final : public platform::IdleWork {
+// While this task's app code runs, the platform may spend its wait here (IdleWork):
+// giving back the pages of freed ranges (MemoryFile::ReclaimSome: any task's, the file is
+// the sandbox's), then filling this task's data segments ahead (MemoryManager::FillAhead).
+// Used only by the task's own thread, inside its Switch: the task's mm is replaced (exec)
+// or dropped (exit) on this thread too, never meanwhile, so it may be read here without
+// the kernel lock.
+class TaskIdleWork final : public platform::IdleWork {
  public:
-  explicit FillAheadWork(Task& t) : t_(t) {}
-  bool Pending() const override { return t_.mm().fill_ahead_pending(); }
+  explicit TaskIdleWork(Task& t) : t_(t) {}
+  bool Pending() const override {
+    return t_.kernel().memory_file().reclaim_pending() || t_.mm().fill_ahead_pending();
+  }
   bool Step() override {
     Kernel& k = t_.kernel();
+    // One fault chunk's worth at a time (~15 us): a step holds up the next trap.
+    if (k.memory_file().ReclaimSome(mm::kFaultChunk)) return true;
     if (!k.mu.TryLock()) return false;  // a handler of another task: try again later
     // Pages filled ahead count as resident: under a --memory limit, only while a whole
     // budget of them still fits, so that they never bring the app to it.
@@ -189,11 +195,11 @@ class FillAheadWork final : public platform::IdleWork {
 
 void RunTask(Task* t) {
   Kernel& k = t->kernel();
-  FillAheadWork fill_ahead(*t);
+  TaskIdleWork idle_work(*t);
   fsimpl::SetCurrentTask(t);  // /proc/self resolves to the task of this host thread
   // A clone's context comes made; the others are made below (first run, and again after
   // an exec dropped a shared one).
-  if (t->ctx) t->ctx->SetIdleWork(&fill_ahead);
+  if (t->ctx) t->ctx->SetIdleWork(&idle_work);
   // Early in a run another sentry thread may wait for Kernel::mu too; queueing behind it
   // would wait for Abseil's clock calibration (base/cycle_clock_calibration.h).
   LockWithoutCalibrationWait(k.mu);
@@ -218,7 +224,7 @@ void RunTask(Task* t) {
         break;
       }
       t->ctx = std::move(ctx).value();
-      t->ctx->SetIdleWork(&fill_ahead);
+      t->ctx->SetIdleWork(&idle_work);
     }
     mm::MemoryManager& mm = t->mm();
     if (!mm.address_space()) {

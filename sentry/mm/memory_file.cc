@@ -49,14 +49,20 @@ MemoryFile::~MemoryFile() { munmap(base_, capacity_); }
 std::shared_ptr<MemoryRange> MemoryFile::Allocate(uint64_t len) {
   len = (len + kPageSize - 1) & ~(kPageSize - 1);
   if (len == 0 || run_ended_.load(std::memory_order_relaxed)) return nullptr;
-  absl::MutexLock l(&mu_);
-  for (auto it = free_.begin(); it != free_.end(); ++it) {
-    if (it->second < len) continue;
-    uint64_t off = it->first;
-    uint64_t rest = it->second - len;
-    free_.erase(it);
-    if (rest > 0) free_[off + len] = rest;
-    return std::make_shared<MemoryRange>(this, off, len);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      absl::MutexLock l(&mu_);
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->second < len) continue;
+        uint64_t off = it->first;
+        uint64_t rest = it->second - len;
+        free_.erase(it);
+        if (rest > 0) free_[off + len] = rest;
+        return std::make_shared<MemoryRange>(this, off, len);
+      }
+      if (pending_.empty()) return nullptr;
+    }
+    ReclaimAll();  // the offsets that wait may be what fits
   }
   return nullptr;
 }
@@ -74,8 +80,52 @@ void MemoryFile::Release(uint64_t offset, uint64_t len) {
 
 void MemoryFile::Free(uint64_t offset, uint64_t len) {
   if (run_ended_.load(std::memory_order_relaxed)) return;  // never reused: see EndRun
+  {
+    absl::MutexLock l(&mu_);
+    const uint64_t pending = pending_bytes_.load(std::memory_order_relaxed);
+    if (pending + len <= kMaxPendingFree) {
+      pending_.emplace_back(offset, len);
+      pending_bytes_.store(pending + len, std::memory_order_relaxed);
+      return;
+    }
+  }
   Decommit(offset, len);
   absl::MutexLock l(&mu_);
+  AddFree(offset, len);
+}
+
+bool MemoryFile::ReclaimSome(uint64_t max_len) {
+  uint64_t offset;
+  uint64_t len;
+  {
+    absl::MutexLock l(&mu_);
+    // After the run, the whole file goes with the sentry (EndRun).
+    if (pending_.empty() || run_ended_.load(std::memory_order_relaxed)) return false;
+    auto& front = pending_.front();
+    offset = front.first;
+    len = std::min(front.second, std::max<uint64_t>(max_len & ~(kPageSize - 1), kPageSize));
+    if (len == front.second) {
+      pending_.pop_front();
+    } else {
+      front.first += len;
+      front.second -= len;
+    }
+    // Taken out of the queue but not yet in free_: no one can be handed these offsets
+    // while the punch runs without the lock.
+    pending_bytes_.fetch_sub(len, std::memory_order_relaxed);
+  }
+  Decommit(offset, len);
+  absl::MutexLock l(&mu_);
+  AddFree(offset, len);
+  return true;
+}
+
+void MemoryFile::ReclaimAll() {
+  while (ReclaimSome(capacity_)) {
+  }
+}
+
+void MemoryFile::AddFree(uint64_t offset, uint64_t len) {
   auto next = free_.lower_bound(offset);
   if (next != free_.end() && next->first == offset + len) {
     len += next->second;

@@ -82,8 +82,11 @@ void MemoryManager::RemoveRange(uint64_t start, uint64_t end, const MemoryRange*
   while (it != vmas_.end() && it->first < end) {
     const Vma& v = it->second;
     // Private pages belong to this VMA alone (unless copy-on-write, when another address
-    // space may still map them): give them back to the host now, if it has any.
-    if (!v.shared && !v.cow && v.range && v.range.get() != keep && !NeverWritten(v)) {
+    // space may still map them): give them back to the host now, if it has any, unless
+    // this VMA holds the range's last reference: erasing it frees the whole range
+    // (MemoryFile::Free), which gives every page back, later.
+    if (!v.shared && !v.cow && v.range && v.range.get() != keep && !NeverWritten(v) &&
+        (replaced || v.range.use_count() > 1)) {
       const uint64_t off = v.range->offset() + v.range_off;
       if (replaced) {
         replaced->pages.emplace_back(off, v.end - v.start);

@@ -221,12 +221,20 @@ TEST_F(MemoryManagerTest, MunmapGivesThePagesBackUntilTheRunEnds) {
   ASSERT_TRUE(mm_->CopyOut(a, ones.data(), len).ok());
   EXPECT_EQ(ResidentBytes(*mf_), len);
   ASSERT_TRUE(mm_->MUnmap(a, len).ok());
+  // The freed range waits for a reclaim (an idle sentry thread's), a part at a time.
+  EXPECT_TRUE(mf_->reclaim_pending());
+  EXPECT_EQ(ResidentBytes(*mf_), len);
+  EXPECT_TRUE(mf_->ReclaimSome(kPageSize));
+  EXPECT_EQ(ResidentBytes(*mf_), len - kPageSize);
+  mf_->ReclaimAll();
+  EXPECT_FALSE(mf_->reclaim_pending());
   EXPECT_EQ(ResidentBytes(*mf_), 0u);
 
   GuestAddr b = Map(len);
   ASSERT_TRUE(mm_->CopyOut(b, ones.data(), len).ok());
   mf_->EndRun();
   ASSERT_TRUE(mm_->MUnmap(b, len).ok());
+  EXPECT_FALSE(mf_->ReclaimSome(len));
   EXPECT_EQ(ResidentBytes(*mf_), len);  // left for the sentry's exit to free
   // And nothing is handed out again, so those stale pages never reach a mapping.
   MMapOpts o;
@@ -236,6 +244,50 @@ TEST_F(MemoryManagerTest, MunmapGivesThePagesBackUntilTheRunEnds) {
   auto r = mm_->MMap(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), ENOMEM);
+}
+
+// A freed range is handed out again only once its pages are gone, however full the file.
+TEST(MemoryFileTest, AFreedRangeComesBackOnlyAsZeroPages) {
+  constexpr uint64_t kLen = 8 * kPageSize;
+  auto f = MemoryFile::Create(kPageSize + kLen);  // offset 0 is never handed out
+  ASSERT_TRUE(f.ok()) << f.status();
+  MemoryFile& mf = **f;
+  std::shared_ptr<MemoryRange> r = mf.Allocate(kLen);
+  ASSERT_NE(r, nullptr);
+  const uint64_t at = r->offset();
+  std::vector<uint8_t> ones(kLen, 1);
+  ASSERT_EQ(pwrite(mf.fd(), ones.data(), kLen, static_cast<off_t>(at)), static_cast<ssize_t>(kLen));
+  r.reset();
+  EXPECT_TRUE(mf.reclaim_pending());
+  EXPECT_EQ(ResidentBytes(mf), kLen);
+  r = mf.Allocate(kLen);  // only the waiting offsets fit: they are punched first
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->offset(), at);
+  EXPECT_FALSE(mf.reclaim_pending());
+  EXPECT_EQ(ResidentBytes(mf), 0u);
+  std::vector<uint8_t> got(kLen, 0xee);
+  ASSERT_EQ(pread(mf.fd(), got.data(), kLen, static_cast<off_t>(at)), static_cast<ssize_t>(kLen));
+  EXPECT_EQ(got, std::vector<uint8_t>(kLen, 0));
+}
+
+// Past a bound on what waits, a freed range gives its pages back at once.
+TEST(MemoryFileTest, FreesPastTheBoundAreReclaimedAtOnce) {
+  auto f = MemoryFile::Create(1ull << 30);
+  ASSERT_TRUE(f.ok()) << f.status();
+  MemoryFile& mf = **f;
+  std::shared_ptr<MemoryRange> small = mf.Allocate(kPageSize);
+  std::shared_ptr<MemoryRange> big = mf.Allocate(MemoryFile::kMaxPendingFree);
+  ASSERT_NE(small, nullptr);
+  ASSERT_NE(big, nullptr);
+  const uint8_t one = 1;
+  ASSERT_EQ(pwrite(mf.fd(), &one, 1, static_cast<off_t>(small->offset())), 1);
+  ASSERT_EQ(pwrite(mf.fd(), &one, 1, static_cast<off_t>(big->offset())), 1);
+  small.reset();  // waits
+  EXPECT_EQ(ResidentBytes(mf), 2 * kPageSize);
+  big.reset();  // would pass the bound: punched now
+  EXPECT_EQ(ResidentBytes(mf), kPageSize);
+  mf.ReclaimAll();
+  EXPECT_EQ(ResidentBytes(mf), 0u);
 }
 
 // File mappings are read where they are touched, a 64 KiB chunk at a time, whether the

@@ -1,6 +1,7 @@
 // Resource attacks the sandbox's hard limits must contain (limits_attack_test.cc runs
-// each under the limit flags): a fork bomb, a memory bomb, FD exhaustion, a disk fill,
-// an endless loop (also in 32 threads at once), a CPU burner and a file-size bomb. Reports are "name=outcome"
+// each under the limit flags): a fork bomb, a memory bomb, memory churn under a limit,
+// FD exhaustion, a disk fill, an endless loop (also in 32 threads at once), a CPU burner
+// and a file-size bomb. Reports are "name=outcome"
 // lines (report.h); "done" means the program survived its own attack.
 #include <errno.h>
 #include <fcntl.h>
@@ -84,6 +85,26 @@ static int MemBomb(void) {
     }
   }
   printf("touched_mib=%zu\nmembomb=not stopped\n", total >> 20);
+  return 0;
+}
+
+// Maps, touches and unmaps half the limit again and again: what an allocator that
+// returns its arenas does. Freed pages count until the sandbox has given them back,
+// which must never make an allocation under the limit fail.
+static int Churn(void) {
+  const size_t len = 24 << 20;
+  for (int i = 0; i < 8; i++) {
+    char* p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      printf("round=%d\n", i);
+      Report("churn", -1);
+      return 0;
+    }
+    for (size_t off = 0; off < len; off += 4096) p[off] = 1;
+    munmap(p, len);
+  }
+  Report("churn", 0);
+  Done();
   return 0;
 }
 
@@ -243,6 +264,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "mmap_huge") == 0) return MmapHuge();
   if (strcmp(m, "membomb") == 0) return MemBomb();
   if (strcmp(m, "oom") == 0) return Oom();
+  if (strcmp(m, "churn") == 0) return Churn();
   if (strcmp(m, "fds") == 0) return FdExhaust();
   if (strcmp(m, "diskfill") == 0) return DiskFill();
   if (strcmp(m, "spin") == 0) return Spin();
