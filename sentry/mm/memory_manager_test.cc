@@ -79,6 +79,33 @@ TEST_F(MemoryManagerTest, AnonymousMappingIsZeroAndWritable) {
   EXPECT_EQ(s.value(), msg);
 }
 
+// Strings of any length up to max_len come back whole, also when they end on the last
+// byte before an unmapped page.
+TEST_F(MemoryManagerTest, CopyInStringReadsUpToTheNulAndNoFurther) {
+  GuestAddr a = Map(2 * kPageSize);
+  ASSERT_TRUE(mm_->MUnmap(a + kPageSize, kPageSize).ok());
+  for (size_t len : {0, 1, 255, 256, 257, 1000, 4095}) {
+    std::string want(len, 'x');
+    for (size_t i = 0; i < len; ++i) want[i] = static_cast<char>('a' + i % 26);
+    const GuestAddr at = a + kPageSize - (len + 1);  // the NUL is the page's last byte
+    ASSERT_TRUE(mm_->CopyOut(at, want.c_str(), len + 1).ok());
+    auto s = mm_->CopyInString(at, 4096);
+    ASSERT_TRUE(s.ok()) << len << ": " << s.error();
+    EXPECT_EQ(s.value(), want) << len;
+    if (len > 0) {
+      auto too_long = mm_->CopyInString(at, len - 1);
+      ASSERT_FALSE(too_long.ok()) << len;
+      EXPECT_EQ(too_long.error(), ENAMETOOLONG) << len;
+    }
+  }
+  // No NUL before the hole: EFAULT.
+  std::string full(300, 'y');
+  ASSERT_TRUE(mm_->CopyOut(a + kPageSize - 300, full.data(), 300).ok());
+  auto s = mm_->CopyInString(a + kPageSize - 300, 4096);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error(), EFAULT);
+}
+
 TEST_F(MemoryManagerTest, UnmappedAndProtectedAccessIsEfault) {
   GuestAddr a = Map(2 * kPageSize);
   char buf[16] = {};
