@@ -164,21 +164,27 @@ int HandleSyscall(Task& t) {
 }
 
 // While this task's app code runs, the platform may spend its wait here (IdleWork):
-// giving back the pages of freed ranges (MemoryFile::ReclaimSome: any task's, the file is
-// the sandbox's), then filling this task's data segments ahead (MemoryManager::FillAhead).
-// Used only by the task's own thread, inside its Switch: the task's mm is replaced (exec)
-// or dropped (exit) on this thread too, never meanwhile, so it may be read here without
-// the kernel lock.
+// filling this task's data segments ahead (MemoryManager::FillAhead), which the app is
+// about to touch, else giving back the pages of freed ranges (MemoryFile::ReclaimSome:
+// any task's, the file is the sandbox's), which nothing waits for. Used only by the
+// task's own thread, inside its Switch: the task's mm is replaced (exec) or dropped
+// (exit) on this thread too, never meanwhile, so it may be read here without the kernel
+// lock.
 class TaskIdleWork final : public platform::IdleWork {
  public:
   explicit TaskIdleWork(Task& t) : t_(t) {}
   bool Pending() const override {
-    return t_.kernel().memory_file().reclaim_pending() || t_.mm().fill_ahead_pending();
+    return t_.mm().fill_ahead_pending() || t_.kernel().memory_file().reclaim_pending();
   }
   bool Step() override {
+    if (t_.mm().fill_ahead_pending() && FillAheadStep()) return true;
+    // One fault chunk's worth (~15 us): a step holds up the next trap.
+    return t_.kernel().memory_file().ReclaimSome(mm::kFaultChunk);
+  }
+
+ private:
+  bool FillAheadStep() {
     Kernel& k = t_.kernel();
-    // One fault chunk's worth at a time (~15 us): a step holds up the next trap.
-    if (k.memory_file().ReclaimSome(mm::kFaultChunk)) return true;
     if (!k.mu.TryLock()) return false;  // a handler of another task: try again later
     // Pages filled ahead count as resident: under a --memory limit, only while a whole
     // budget of them still fits, so that they never bring the app to it.
@@ -189,7 +195,6 @@ class TaskIdleWork final : public platform::IdleWork {
     return did;
   }
 
- private:
   Task& t_;
 };
 
