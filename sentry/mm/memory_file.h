@@ -61,7 +61,7 @@ class MemoryFile {
   void EndRun() { run_ended_.store(true, std::memory_order_relaxed); }
   // Releases the pages of [offset, offset+len) back to the host (reads as zero after).
   void Decommit(uint64_t offset, uint64_t len);
-  // Freed ranges wait here before their pages go back to the host (Reclaim): a hole
+  // Freed ranges wait here before their pages go back to the host (ReclaimSome): a hole
   // punch costs ~0.9 us per page here (python3's 1 MiB munmap at start-up: ~0.23 ms), and
   // the sentry thread of a task whose app code is running only spins waiting for it
   // (platform::IdleWork), so the punch is better done there than on the path of the
