@@ -101,17 +101,16 @@ uint64_t LimitMonitor::ResidentBytes() const {
   return bytes;
 }
 
+uint64_t LimitMonitor::ResidentBytesWithoutFreed() {
+  k_.memory_file().ReclaimAll();  // no lock taken when nothing waits
+  return ResidentBytes();
+}
+
 bool LimitMonitor::MemoryMayGrow(const Task& t, uint64_t len, absl::string_view what) {
   const uint64_t limit = k_.options().limits.memory_bytes;
   if (limit == 0) return true;
-  uint64_t resident = ResidentBytes();
-  if (resident < limit && len <= limit - resident) return true;
-  // Freed pages that wait to go back (MemoryFile::ReclaimSome) are the app's no more.
-  if (k_.memory_file().reclaim_pending()) {
-    k_.memory_file().ReclaimAll();
-    resident = ResidentBytes();
-    if (resident < limit && len <= limit - resident) return true;
-  }
+  auto fits = [&](uint64_t resident) { return resident < limit && len <= limit - resident; };
+  if (fits(ResidentBytes()) || fits(ResidentBytesWithoutFreed())) return true;
   Hit("memory", limit, t.thread_group().pid(),
       absl::StrCat(what, " of ", len, " bytes failed with ENOMEM"));
   return false;
@@ -139,10 +138,7 @@ absl::Duration LimitMonitor::AppCpuTime() const {
 void LimitMonitor::Sample() {
   const policy::Limits& l = k_.options().limits;
   uint64_t resident = ResidentBytes();
-  if (l.memory_bytes != 0 && resident > l.memory_bytes && k_.memory_file().reclaim_pending()) {
-    k_.memory_file().ReclaimAll();  // what waits to go back is the app's no more
-    resident = ResidentBytes();
-  }
+  if (l.memory_bytes != 0 && resident > l.memory_bytes) resident = ResidentBytesWithoutFreed();
   if (l.memory_bytes != 0 && resident > l.memory_bytes) KillForMemory(resident);
   if (l.cpu_time != absl::ZeroDuration() && !cpu_exceeded_ && AppCpuTime() > l.cpu_time) {
     cpu_exceeded_ = true;

@@ -75,6 +75,9 @@ class LimitMonitor {
  private:
   void Sample();
   void KillForMemory(uint64_t resident);
+  // ResidentBytes once the freed pages that wait to go back (MemoryFile::ReclaimSome)
+  // are gone: they are the app's no more, so a limit is compared against this.
+  uint64_t ResidentBytesWithoutFreed();
 
   Kernel& k_;
   std::shared_ptr<Timer> watchdog_;

@@ -121,7 +121,7 @@ bool MemoryFile::ReclaimSome(uint64_t max_len) {
 }
 
 void MemoryFile::ReclaimAll() {
-  while (ReclaimSome(capacity_)) {
+  while (reclaim_pending() && ReclaimSome(capacity_)) {
   }
 }
 
