@@ -15,7 +15,8 @@
 namespace usentry::sentry::confine {
 
 // An empty filter: `default_action` for every syscall not added, `badarch_action` for
-// every syscall of another ABI (i386 int 0x80, x32).
+// every syscall of another ABI (i386 int 0x80, x32). It compiles to a binary tree of
+// syscall numbers (libseccomp's optimization level 2).
 absl::StatusOr<ScmpFilter> NewFilter(uint32_t default_action, uint32_t badarch_action);
 
 // `action` for syscall `nr` when all of `args`' comparisons hold. Errors name the call.

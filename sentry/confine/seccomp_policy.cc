@@ -187,6 +187,13 @@ absl::StatusOr<ScmpFilter> NewFilter(uint32_t default_action, uint32_t badarch_a
   if (!filter) return absl::InternalError("seccomp_init failed");
   int rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, badarch_action);
   if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", -rc);
+  // Syscall numbers as a binary tree, not a list. Loading a program costs the kernel a
+  // run of it per syscall number (the cache of numbers allowed whatever their arguments)
+  // on top of its JIT: on the 2-vCPU test VM the sentry's 254-instruction list took
+  // 0.35 ms to load, its 277-instruction tree 0.17 ms, the gofer's 0.20 -> 0.10 ms; and
+  // an argument-checked call walks ~8 comparisons to its rule instead of up to ~250.
+  rc = seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
+  if (rc < 0) return ErrnoStatus("seccomp_attr_set(SCMP_FLTATR_CTL_OPTIMIZE, 2)", -rc);
   return filter;
 }
 

@@ -15,7 +15,10 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include <array>
+#include <cstring>
 #include <initializer_list>
+#include <vector>
 
 #include "base/bpf/interpreter.h"
 #include "gtest/gtest.h"
@@ -293,6 +296,83 @@ TEST(BpfProgramsTest, BuiltInProgramsAreWhatLibseccompBuilds) {
   EXPECT_EQ(eval(CalibrationBpfProgram(), __NR_openat, {0, 0, O_WRONLY | O_CREAT}),
             SECCOMP_RET_ERRNO | EPERM);
   EXPECT_EQ(eval(CalibrationBpfProgram(), __NR_write, {2}), SECCOMP_RET_ERRNO | EPERM);
+}
+
+// Every program is built as a binary tree of syscall numbers (NewFilter), which loads in
+// half the time of libseccomp's default list. The tree must decide every call as the
+// list would: every number (and its x32 alias, and another ABI) with arguments that
+// meet and miss the rules' comparisons.
+TEST(BpfProgramsTest, TheTreeDecidesEveryCallAsTheListWould) {
+  struct Case {
+    const char* name;
+    absl::StatusOr<ScmpFilter> filter;
+  };
+  Case cases[] = {
+      {"sentry", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, false)},
+      {"sentry+ptrace", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, true)},
+      {"sentry (debug)", BuildSentryFilter(SCMP_ACT_TRAP, true)},
+      {"gofer", BuildGoferFilter(SCMP_ACT_KILL_PROCESS)},
+      {"netgate", BuildNetgateFilter(SCMP_ACT_KILL_PROCESS)},
+      {"calibration", BuildCalibrationFilter()},
+  };
+  // Values the rules compare against (families, flags, requests, fds, pids), and ones
+  // no rule names.
+  const std::vector<std::array<uint64_t, 6>> arg_sets = {
+      {0, 0, 0, 0, 0, 0},
+      {1, 2, 3, 4, 5, 6},
+      {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull},
+      {AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, 0, 0, 0},
+      {AF_INET, SOCK_STREAM, IPPROTO_TCP, 0, 0, 0},
+      {AF_INET6, SOCK_DGRAM, 0, 0, 0, 0},
+      {AF_NETLINK, SOCK_RAW, 0, 0, 0, 0},
+      {0, TCGETS, 0, 0, 0, 0},
+      {0, TIOCSTI, 0, 0, 0, 0},
+      {CLONE_VM | CLONE_THREAD | CLONE_SIGHAND, 0, 0, 0, 0, 0},
+      {CLONE_NEWUSER, 0, 0, 0, 0, 0},
+      {PR_SET_NAME, 0, 0, 0, 0, 0},
+      {PR_SET_SECCOMP, 0, 0, 0, 0, 0},
+      {PTRACE_SYSEMU, 5, 0, 0, 0, 0},
+      {PTRACE_POKEUSER, 5, 0, 0, 0, 0},
+      {0, 128, 0x1000, 0, 0, 0},
+      {static_cast<uint64_t>(AT_FDCWD), 0, O_RDONLY, 0, 0, 0},
+      {0, 0, O_WRONLY | O_CREAT, 0, 0, 0},
+      {3, 0, 0, AT_EMPTY_PATH, 0, 0},
+      {7, IPPROTO_TCP, TCP_NODELAY, 0, 0, 0},
+      {static_cast<uint64_t>(-1), SIGKILL, 0, 0, 0, 0},
+  };
+  for (Case& c : cases) {
+    ASSERT_TRUE(c.filter.ok()) << c.name << ": " << c.filter.status();
+    absl::StatusOr<std::vector<sock_filter>> tree = ExportBpf(*c.filter);
+    ASSERT_TRUE(tree.ok()) << tree.status();
+    ASSERT_EQ(seccomp_attr_set(c.filter->get(), SCMP_FLTATR_CTL_OPTIMIZE, 1), 0) << c.name;
+    absl::StatusOr<std::vector<sock_filter>> list = ExportBpf(*c.filter);
+    ASSERT_TRUE(list.ok()) << list.status();
+    ASSERT_FALSE(tree->size() == list->size() &&
+                 memcmp(tree->data(), list->data(), tree->size() * sizeof(sock_filter)) == 0)
+        << c.name << ": the two layouts came out the same";
+    int differing = 0;
+    for (uint32_t arch : {uint32_t{AUDIT_ARCH_X86_64}, uint32_t{AUDIT_ARCH_I386}}) {
+      for (int nr = 0; nr < 1024; ++nr) {
+        for (int x32 : {0, 0x40000000}) {
+          for (const auto& args : arg_sets) {
+            seccomp_data data = {};
+            data.nr = nr | x32;
+            data.arch = arch;
+            data.instruction_pointer = 0x401000;
+            for (size_t i = 0; i < args.size(); ++i) data.args[i] = args[i];
+            const uint32_t from_tree = bpf::EvaluateSeccomp(*tree, data);
+            const uint32_t from_list = bpf::EvaluateSeccomp(*list, data);
+            if (from_tree != from_list && ++differing <= 5) {
+              ADD_FAILURE() << c.name << ": nr " << data.nr << " arch " << arch << " args[0..2] "
+                            << args[0] << " " << args[1] << " " << args[2] << ": tree 0x"
+                            << std::hex << from_tree << ", list 0x" << from_list;
+            }
+          }
+        }
+      }
+    }
+    EXPECT_EQ(differing, 0) << c.name;
+  }
 }
 
 TEST_F(SentryFilterTest, OtherAbisKill) {
