@@ -168,6 +168,8 @@ SysResult<Node> FileServer::AddHandle(UniqueFd fd, const struct stat& st, size_t
   e.tree = tree;
   e.rel = std::move(rel);
   e.type = st.st_mode & S_IFMT;
+  e.dev = st.st_dev;
+  e.ino = st.st_ino;
   Node node{h, ToAttr(st), {}};
   if (S_ISLNK(st.st_mode)) {
     ASSIGN_OR_RETURN_ERRNO(node.link_target, ReadLinkFd(e.fd.get()));

@@ -54,6 +54,8 @@ class FileServer {
     size_t tree = 0;  // index in trees_
     std::string rel;  // path relative to the tree root, "" for the root
     mode_t type = 0;  // S_IFMT of the inode (fixed for the FD's lifetime)
+    dev_t dev = 0;    // the inode's identity, fixed too: what Open checks its reopen against
+    ino_t ino = 0;
   };
 
   FileServer() = default;

@@ -120,13 +120,14 @@ SysResult<UniqueFd> FileServer::Open(uint64_t node, uint32_t uflags) {
   if (acc == O_ACCMODE || (flags & kRefusedOpenFlags) != 0) return Errno{EINVAL};
   bool write = acc != O_RDONLY || (flags & O_TRUNC) != 0;
   if (write && TreeOf(*e).config.read_only) return Errno{EROFS};
-  ASSIGN_OR_RETURN_ERRNO(struct stat st, StatFd(e->fd.get()));
-  if (S_ISLNK(st.st_mode)) return Errno{ELOOP};
+  // The entry's type, not an fstat: its O_PATH FD pins the inode, whose type never changes.
+  const mode_t type = e->type;
+  if (type == S_IFLNK) return Errno{ELOOP};
   // Devices, FIFOs and sockets are never opened for the sentry: a device would give it
   // host hardware, and opening a FIFO could block the gofer. EACCES = denied by policy.
-  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return Errno{EACCES};
-  if (S_ISDIR(st.st_mode) && write) return Errno{EISDIR};
-  if (S_ISREG(st.st_mode) && (flags & O_DIRECTORY)) return Errno{ENOTDIR};
+  if (type != S_IFREG && type != S_IFDIR) return Errno{EACCES};
+  if (type == S_IFDIR && write) return Errno{EISDIR};
+  if (type == S_IFREG && (flags & O_DIRECTORY)) return Errno{ENOTDIR};
 
   // The O_PATH FD pins the inode; reopening through its /proc/self/fd magic link reaches
   // that inode with no path lookup, so nothing can be swapped in between. No O_NOFOLLOW
@@ -136,10 +137,10 @@ SysResult<UniqueFd> FileServer::Open(uint64_t node, uint32_t uflags) {
   if (fd < 0) return Errno{errno};
   UniqueFd opened(fd);
   ASSIGN_OR_RETURN_ERRNO(struct stat ost, StatFd(opened.get()));
-  if (ost.st_dev != st.st_dev || ost.st_ino != st.st_ino) return Errno{ESTALE};
+  if (ost.st_dev != e->dev || ost.st_ino != e->ino) return Errno{ESTALE};
   // A host directory FD would let the sentry list masked names and openat() below them;
   // directories are listed with ReadDir instead, so none is donated.
-  if (S_ISDIR(st.st_mode)) return UniqueFd();
+  if (type == S_IFDIR) return UniqueFd();
   return opened;
 }
 
