@@ -237,23 +237,32 @@ TEST(SentryFilterWithoutPtraceTest, EveryPtraceRequestKills) {
   }
 }
 
+// Every allowlist the policy builds, with the copy of it compiled into the binary
+// (bpf_programs.h; none for the debug variant, which is only ever built at run time).
+struct BuiltFilter {
+  const char* name;
+  absl::StatusOr<ScmpFilter> filter;
+  absl::Span<const sock_filter> built_in;
+};
+std::vector<BuiltFilter> EveryFilter() {
+  std::vector<BuiltFilter> out;
+  out.push_back(
+      {"sentry", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, false), SentryBpfProgram(false)});
+  out.push_back(
+      {"sentry+ptrace", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, true), SentryBpfProgram(true)});
+  out.push_back({"sentry (debug)", BuildSentryFilter(SCMP_ACT_TRAP, true), {}});
+  out.push_back({"gofer", BuildGoferFilter(SCMP_ACT_KILL_PROCESS), GoferBpfProgram()});
+  out.push_back({"netgate", BuildNetgateFilter(SCMP_ACT_KILL_PROCESS), NetgateBpfProgram()});
+  out.push_back({"calibration", BuildCalibrationFilter(), CalibrationBpfProgram()});
+  return out;
+}
+
 // The programs compiled into the binary at build time are, instruction for instruction,
 // what this libseccomp makes of the rules now: a rule changed without the generator
 // rerunning, or a libseccomp upgrade under an old build, fails here.
 TEST(BpfProgramsTest, BuiltInProgramsAreWhatLibseccompBuilds) {
-  struct Case {
-    const char* name;
-    absl::StatusOr<ScmpFilter> filter;
-    absl::Span<const sock_filter> built_in;
-  };
-  Case cases[] = {
-      {"sentry", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, false), SentryBpfProgram(false)},
-      {"sentry+ptrace", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, true), SentryBpfProgram(true)},
-      {"gofer", BuildGoferFilter(SCMP_ACT_KILL_PROCESS), GoferBpfProgram()},
-      {"netgate", BuildNetgateFilter(SCMP_ACT_KILL_PROCESS), NetgateBpfProgram()},
-      {"calibration", BuildCalibrationFilter(), CalibrationBpfProgram()},
-  };
-  for (const Case& c : cases) {
+  for (const BuiltFilter& c : EveryFilter()) {
+    if (c.built_in.empty()) continue;  // built at run time only
     ASSERT_TRUE(c.filter.ok()) << c.name << ": " << c.filter.status();
     absl::StatusOr<std::vector<sock_filter>> prog = ExportBpf(*c.filter);
     ASSERT_TRUE(prog.ok()) << prog.status();
@@ -303,18 +312,6 @@ TEST(BpfProgramsTest, BuiltInProgramsAreWhatLibseccompBuilds) {
 // list would: every number (and its x32 alias, and another ABI) with arguments that
 // meet and miss the rules' comparisons.
 TEST(BpfProgramsTest, TheTreeDecidesEveryCallAsTheListWould) {
-  struct Case {
-    const char* name;
-    absl::StatusOr<ScmpFilter> filter;
-  };
-  Case cases[] = {
-      {"sentry", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, false)},
-      {"sentry+ptrace", BuildSentryFilter(SCMP_ACT_KILL_PROCESS, true)},
-      {"sentry (debug)", BuildSentryFilter(SCMP_ACT_TRAP, true)},
-      {"gofer", BuildGoferFilter(SCMP_ACT_KILL_PROCESS)},
-      {"netgate", BuildNetgateFilter(SCMP_ACT_KILL_PROCESS)},
-      {"calibration", BuildCalibrationFilter()},
-  };
   // Values the rules compare against (families, flags, requests, fds, pids), and ones
   // no rule names.
   const std::vector<std::array<uint64_t, 6>> arg_sets = {
@@ -340,7 +337,7 @@ TEST(BpfProgramsTest, TheTreeDecidesEveryCallAsTheListWould) {
       {7, IPPROTO_TCP, TCP_NODELAY, 0, 0, 0},
       {static_cast<uint64_t>(-1), SIGKILL, 0, 0, 0, 0},
   };
-  for (Case& c : cases) {
+  for (BuiltFilter& c : EveryFilter()) {
     ASSERT_TRUE(c.filter.ok()) << c.name << ": " << c.filter.status();
     absl::StatusOr<std::vector<sock_filter>> tree = ExportBpf(*c.filter);
     ASSERT_TRUE(tree.ok()) << tree.status();
