@@ -89,9 +89,7 @@ void MemoryFile::Free(uint64_t offset, uint64_t len) {
       return;
     }
   }
-  Decommit(offset, len);
-  absl::MutexLock l(&mu_);
-  AddFree(offset, len);
+  PunchAndFree(offset, len);
 }
 
 bool MemoryFile::ReclaimSome(uint64_t max_len) {
@@ -114,15 +112,19 @@ bool MemoryFile::ReclaimSome(uint64_t max_len) {
     // while the punch runs without the lock.
     pending_bytes_.fetch_sub(len, std::memory_order_relaxed);
   }
-  Decommit(offset, len);
-  absl::MutexLock l(&mu_);
-  AddFree(offset, len);
+  PunchAndFree(offset, len);
   return true;
 }
 
 void MemoryFile::ReclaimAll() {
   while (reclaim_pending() && ReclaimSome(capacity_)) {
   }
+}
+
+void MemoryFile::PunchAndFree(uint64_t offset, uint64_t len) {
+  Decommit(offset, len);
+  absl::MutexLock l(&mu_);
+  AddFree(offset, len);
 }
 
 void MemoryFile::AddFree(uint64_t offset, uint64_t len) {

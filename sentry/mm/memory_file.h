@@ -91,6 +91,9 @@ class MemoryFile {
   friend class MemoryRange;
   MemoryFile(UniqueFd fd, uint8_t* base, uint64_t capacity);
   void Free(uint64_t offset, uint64_t len);
+  // Punches [offset, offset+len), which no one may be handed meanwhile, then makes it
+  // allocatable.
+  void PunchAndFree(uint64_t offset, uint64_t len) ABSL_LOCKS_EXCLUDED(mu_);
   // Adds punched [offset, offset+len) to free_.
   void AddFree(uint64_t offset, uint64_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copies [src, src+len) to [dst, dst+len) of the file; the ranges must not overlap.
